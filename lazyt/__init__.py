@@ -1,0 +1,42 @@
+"""lazyt: a lazy tensor runtime with pluggable backends (numpy, wgpu, CUDA), autodiff,
+elementwise fusion and user-registered fused kernels."""
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from . import dtype as _dtype
+from .backends.base import Backend
+from .creation import (arange, empty, empty_like, eye, from_numpy, full, full_like,
+                       manual_seed, ones, ones_like, rand, rand_like, randint, randn,
+                       randn_like, tensor, zeros, zeros_like)
+from .device import Device, device, get_default_device, set_default_device
+from .dispatch import Dispatch, DispatchTensor
+from .dtype import DType, bool_, float16, float32, float64, int32, int64
+from .errors import (DeviceError, DTypeError, FusionError, GradError, IndexOutOfRangeError,
+                     KernelCompileError, KernelLanguageError, LazytError,
+                     MetadataMismatchError, MissingImplError, ShapeError)
+from .functional import *  # noqa: F401,F403
+from .functional import __all__ as _functional_all
+from .tensor import Tensor
+
+bool = bool_  # noqa: A001 - `lazyt.bool` names the dtype, as `torch.bool` does
+
+
+def sync(device=None) -> None:
+    """Execute all pending work (on one device, or on every device used so far)."""
+    from .device import _INTERNED
+    devs = [globals()["device"](device)] if device is not None else list(_INTERNED.values())
+    for d in devs:
+        if d._stack is not None:
+            d._stack.sync()
+
+
+__all__ = [
+    "Backend", "Device", "Dispatch", "DispatchTensor", "DType", "Tensor", "arange", "bool",
+    "bool_", "device", "empty", "empty_like", "eye", "float16", "float32", "float64",
+    "from_numpy", "full", "full_like", "get_default_device", "int32", "int64", "manual_seed",
+    "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like",
+    "set_default_device", "sync", "tensor", "zeros", "zeros_like", "LazytError", "ShapeError",
+    "DTypeError", "DeviceError", "IndexOutOfRangeError", "MissingImplError", "GradError",
+    "FusionError", "MetadataMismatchError", "KernelLanguageError", "KernelCompileError",
+] + list(_functional_all)

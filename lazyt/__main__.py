@@ -1,0 +1,51 @@
+"""`python -m lazyt info`: the version, the backends importable here and their devices."""
+from __future__ import annotations
+
+import argparse
+import importlib
+import importlib.util
+import platform
+import sys
+
+
+def _info() -> int:
+    import numpy
+
+    import lazyt
+    print(f"lazyt {lazyt.__version__} (python {platform.python_version()}, "
+          f"numpy {numpy.__version__})")
+    print("backends:")
+    print(f"  cpu   numpy {numpy.__version__}: devices: cpu")
+    for base, module in (("wgpu", "wgpu"), ("cuda", "pycuda")):
+        if importlib.util.find_spec(module) is None:
+            print(f"  {base:<5} not installed (pip install 'lazyt[{base}]')")
+            continue
+        if importlib.util.find_spec(f"lazyt.backends.{base}") is None:
+            print(f"  {base:<5} package '{module}' found; backend not in this build")
+            continue
+        try:
+            mod = importlib.import_module(f"lazyt.backends.{base}")
+            devices = mod.list_devices()
+        except Exception as e:  # report, do not crash: info is a diagnostic
+            print(f"  {base:<5} unavailable: {e}")
+            continue
+        if not devices:
+            print(f"  {base:<5} no devices found")
+        for line in devices:
+            print(f"  {base:<5} {line}")
+    print(f"default device: {lazyt.get_default_device()}")
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m lazyt", description=__doc__)
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("info", help="version, backends and devices")
+    args = parser.parse_args(argv)
+    if args.cmd == "info":
+        return _info()
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

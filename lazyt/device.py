@@ -1,0 +1,181 @@
+"""Devices: which base backend runs the ops, and which layers (Autodiff, Fusion) sit above it."""
+from __future__ import annotations
+
+import contextvars
+import importlib.util
+import os
+import threading
+
+from .errors import DeviceError
+
+BASES = ("cpu", "wgpu", "cuda")
+CHECKPOINTING = ("balanced", "none")
+# The pip extra that brings each GPU base backend's package.
+_EXTRAS = {"wgpu": ("wgpu", "wgpu"), "cuda": ("pycuda", "cuda")}
+
+
+class Device:
+    """A base backend (`cpu` = numpy, `wgpu`, `cuda`) with an index and the layer switches.
+
+    Equal when base, index and switches are equal; equal devices are the same object.
+    """
+
+    __slots__ = ("base", "index", "autodiff", "fusion", "checkpointing", "_key", "_stack")
+
+    def __init__(self, base, index, autodiff, fusion, checkpointing):
+        self.base = base
+        self.index = index
+        self.autodiff = autodiff
+        self.fusion = fusion
+        self.checkpointing = checkpointing
+        self._key = (base, index, autodiff, fusion, checkpointing)
+        self._stack = None
+
+    def __eq__(self, other):
+        return self is other or (isinstance(other, Device) and self._key == other._key)
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __repr__(self):
+        name = self.base if self.index == 0 and self.base == "cpu" else f"{self.base}:{self.index}"
+        opts = []
+        if not self.autodiff:
+            opts.append("autodiff=False")
+        if not self.fusion:
+            opts.append("fusion=False")
+        if self.checkpointing != "balanced":
+            opts.append(f"checkpointing={self.checkpointing!r}")
+        return f"device({name!r}{''.join(', ' + o for o in opts)})"
+
+    def __str__(self):
+        if self.autodiff and self.fusion and self.checkpointing == "balanced":
+            return self.base if self.base == "cpu" else f"{self.base}:{self.index}"
+        return repr(self)
+
+    @property
+    def type(self) -> str:
+        return self.base
+
+    @property
+    def backend(self):
+        """The backend stack: Autodiff(Fusion(base)) by default, built on first use."""
+        stack = self._stack
+        if stack is None:
+            stack = self._stack = _build_stack(self)
+        return stack
+
+    @property
+    def base_backend(self):
+        return _base_backend(self.base, self.index)
+
+
+_INTERNED: dict = {}
+_LOCK = threading.Lock()
+
+
+def device(spec="cpu", *, autodiff: bool = True, fusion: bool = True,
+           checkpointing: str = "balanced") -> Device:
+    """`lazyt.device("cpu")`, `"wgpu"`, `"wgpu:1"`, `"cuda:0"`, with layer switches.
+
+    Passing a Device returns it unchanged (unless switches are given explicitly, which
+    then apply on top of it)."""
+    if isinstance(spec, Device):
+        return spec
+    if not isinstance(spec, str):
+        raise DeviceError(f"device: expected a string such as 'cpu' or 'wgpu:0', got {spec!r}")
+    name, _, idx = spec.strip().lower().partition(":")
+    if name not in BASES:
+        raise DeviceError(f"device: unknown device {spec!r}; expected one of {', '.join(BASES)} "
+                          "(optionally with ':index')")
+    try:
+        index = int(idx) if idx else 0
+    except ValueError:
+        raise DeviceError(f"device: bad index in {spec!r}") from None
+    if index < 0:
+        raise DeviceError(f"device: negative index in {spec!r}")
+    if checkpointing not in CHECKPOINTING:
+        raise DeviceError(f"device: checkpointing must be one of {CHECKPOINTING}, "
+                          f"got {checkpointing!r}")
+    key = (name, index, bool(autodiff), bool(fusion), checkpointing)
+    dev = _INTERNED.get(key)
+    if dev is None:
+        _check_available(name, index)
+        with _LOCK:
+            dev = _INTERNED.setdefault(key, Device(*key))
+    return dev
+
+
+def _check_available(base: str, index: int) -> None:
+    if base == "cpu":
+        if index != 0:
+            raise DeviceError(f"device: there is one cpu device, got cpu:{index}")
+        return
+    module, extra = _EXTRAS[base]
+    if importlib.util.find_spec(module) is None:
+        raise DeviceError(f"device: the {base} backend needs the '{module}' package; "
+                          f"install it with: pip install 'lazyt[{extra}]'")
+    if importlib.util.find_spec(f"lazyt.backends.{base}") is None:
+        raise DeviceError(f"device: the {base} backend is not part of this lazyt build yet")
+
+
+_BASES: dict = {}
+
+
+def _base_backend(base: str, index: int):
+    key = (base, index)
+    b = _BASES.get(key)
+    if b is None:
+        if base == "cpu":
+            from .backends.numpy import NumpyBackend
+            b = NumpyBackend()
+        else:  # pragma: no cover - needs a GPU backend module
+            mod = importlib.import_module(f"lazyt.backends.{base}")
+            b = mod.create_backend(index)
+        b = _BASES.setdefault(key, b)
+    return b
+
+
+def _build_stack(dev: Device):
+    backend = _base_backend(dev.base, dev.index)
+    if dev.fusion:
+        Fusion = _layer("fusion", "Fusion")
+        if Fusion is not None:
+            backend = Fusion(backend)
+    if dev.autodiff:
+        Autodiff = _layer("autodiff", "Autodiff")
+        if Autodiff is not None:
+            backend = Autodiff(backend, checkpointing=dev.checkpointing)
+    return backend
+
+
+def _layer(module: str, name: str):
+    try:
+        return getattr(importlib.import_module(f"lazyt.{module}"), name)
+    except (ImportError, AttributeError):
+        return None
+
+
+# ------------------------------------------------------------------ the default device
+_default: contextvars.ContextVar = contextvars.ContextVar("lazyt_default_device", default=None)
+_env_default = None
+
+
+def get_default_device() -> Device:
+    """The device new tensors go to: `set_default_device`, else `LAZYT_DEVICE`, else cpu."""
+    dev = _default.get()
+    if dev is not None:
+        return dev
+    global _env_default
+    if _env_default is None:
+        _env_default = device(os.environ.get("LAZYT_DEVICE", "cpu") or "cpu")
+    return _env_default
+
+
+def set_default_device(dev) -> None:
+    """Set the default device for the current thread/context (None resets it)."""
+    _default.set(None if dev is None else device(dev))
+
+
+def resolve(dev) -> Device:
+    return get_default_device() if dev is None else device(dev)

@@ -1,0 +1,103 @@
+"""Dtypes and numpy-like promotion."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .errors import DTypeError
+
+
+@dataclass(frozen=True)
+class DType:
+    """A tensor element type; `np` is the numpy dtype that stores it on the host."""
+
+    name: str
+    np: np.dtype
+    is_float: bool
+    itemsize: int
+
+    def __repr__(self) -> str:
+        return f"lazyt.{self.name}"
+
+    @property
+    def is_int(self) -> bool:
+        return not self.is_float and self.name != "bool"
+
+
+float16 = DType("float16", np.dtype(np.float16), True, 2)
+float32 = DType("float32", np.dtype(np.float32), True, 4)
+float64 = DType("float64", np.dtype(np.float64), True, 8)
+int32 = DType("int32", np.dtype(np.int32), False, 4)
+int64 = DType("int64", np.dtype(np.int64), False, 8)
+bool_ = DType("bool", np.dtype(np.bool_), False, 1)
+
+ALL = (bool_, int32, int64, float16, float32, float64)
+DEFAULT_FLOAT = float32
+DEFAULT_INT = int64
+
+_BY_NP = {d.np: d for d in ALL}
+_BY_NAME = {d.name: d for d in ALL}
+_BY_NAME.update({"bool_": bool_, "half": float16, "float": float32, "double": float64,
+                 "int": int64, "long": int64})
+
+
+def from_numpy(np_dtype) -> DType:
+    """The lazyt dtype storing numpy dtype `np_dtype`; raises `DTypeError` when there is none."""
+    d = _BY_NP.get(np_dtype)
+    if d is not None:
+        return d
+    d = _BY_NP.get(np.dtype(np_dtype))
+    if d is None:
+        raise DTypeError(f"numpy dtype {np.dtype(np_dtype)} is not supported; lazyt has "
+                         + ", ".join(x.name for x in ALL))
+    return d
+
+
+def as_dtype(value) -> DType:
+    """Accept a DType, a name ("float32"), a numpy dtype or a Python type (float, int, bool)."""
+    if isinstance(value, DType):
+        return value
+    if value is float:
+        return DEFAULT_FLOAT
+    if value is int:
+        return DEFAULT_INT
+    if value is bool:
+        return bool_
+    if isinstance(value, str):
+        d = _BY_NAME.get(value)
+        if d is None:
+            raise DTypeError(f"unknown dtype {value!r}; lazyt has " + ", ".join(x.name for x in ALL))
+        return d
+    try:
+        return from_numpy(np.dtype(value))
+    except TypeError:
+        raise DTypeError(f"cannot interpret {value!r} as a dtype") from None
+
+
+def promote(a: DType, b: DType) -> DType:
+    """Numpy's promotion of two array dtypes."""
+    if a is b:
+        return a
+    return _BY_NP[np.promote_types(a.np, b.np)]
+
+
+def scalar_kind(value) -> str:
+    """'bool', 'int' or 'float' for a Python/numpy scalar; raises DTypeError for anything else."""
+    if isinstance(value, (bool, np.bool_)):
+        return "bool"
+    if isinstance(value, (int, np.integer)):
+        return "int"
+    if isinstance(value, (float, np.floating)):
+        return "float"
+    raise DTypeError(f"expected a tensor or a real scalar, got {type(value).__name__}")
+
+
+def promote_scalar(d: DType, kind: str) -> DType:
+    """The result dtype of a tensor of dtype `d` with a Python scalar (weak scalar, as NEP 50),
+    except that a float scalar turns an integer tensor into the default float (float32)."""
+    if kind == "float" and not d.is_float:
+        return DEFAULT_FLOAT
+    if kind == "int" and d is bool_:
+        return DEFAULT_INT
+    return d

@@ -1,0 +1,56 @@
+"""Error types. Every error lazyt raises for bad input is a `LazytError`.
+
+Where Python has a matching built-in exception the lazyt error derives from it too, so
+`except IndexError` and `except ValueError` keep working.
+"""
+
+
+class LazytError(Exception):
+    """Base class of every error lazyt raises on purpose."""
+
+
+class ShapeError(LazytError, ValueError):
+    """Shapes that do not fit the op (broadcasting, matmul contraction, reshape size, ...)."""
+
+
+class DTypeError(LazytError, TypeError):
+    """A dtype the op or the device does not support, or a value that does not fit it."""
+
+
+class DeviceError(LazytError, RuntimeError):
+    """Tensors on different devices, or a device whose backend is unavailable."""
+
+
+class IndexOutOfRangeError(LazytError, IndexError):
+    """An index or dim outside the valid range."""
+
+
+class MissingImplError(LazytError, NotImplementedError):
+    """An op has no implementation for a backend or layer of the stack."""
+
+
+class GradError(LazytError, RuntimeError):
+    """Misuse of autodiff: backward on a non-scalar without a seed, or twice through a freed graph."""
+
+
+class FusionError(LazytError, RuntimeError):
+    """A lazily recorded op failed when the stream was executed."""
+
+
+class MetadataMismatchError(LazytError):
+    """A custom op's real outputs disagree with what its metadata callback declared."""
+
+
+class KernelLanguageError(LazytError):
+    """A kernel source launched on a runtime of another language."""
+
+
+class KernelCompileError(LazytError):
+    """A kernel failed to compile; the message holds the compiler output."""
+
+
+class TemplateError(LazytError, KeyError):
+    """A kernel source template has an unfilled or unknown placeholder."""
+
+    def __str__(self) -> str:  # KeyError would repr() the message
+        return str(self.args[0]) if self.args else ""
