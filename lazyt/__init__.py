@@ -18,6 +18,8 @@ from .errors import (DeviceError, DTypeError, FusionError, GradError, IndexOutOf
 from .functional import *  # noqa: F401,F403
 from .functional import __all__ as _functional_all
 from .tensor import Tensor
+from .autodiff import Gradients, is_grad_enabled, no_grad
+from . import fusion, kernels, nn, optim  # noqa: E402  (subpackages)
 
 bool = bool_  # noqa: A001 - `lazyt.bool` names the dtype, as `torch.bool` does
 
@@ -39,4 +41,5 @@ __all__ = [
     "set_default_device", "sync", "tensor", "zeros", "zeros_like", "LazytError", "ShapeError",
     "DTypeError", "DeviceError", "IndexOutOfRangeError", "MissingImplError", "GradError",
     "FusionError", "MetadataMismatchError", "KernelLanguageError", "KernelCompileError",
+    "Gradients", "is_grad_enabled", "no_grad", "fusion", "kernels", "nn", "optim",
 ] + list(_functional_all)

@@ -88,7 +88,7 @@ def test_iteration_over_dim0(device, check):
         check(r, ref, device=device)
     assert len(T(A, device)) == 3
     assert [r.item() for r in T(np.array([4, 5, 6]), device)] == [4, 5, 6]
-    assert list(T(np.zeros((0, 2)), device)) == []
+    assert list(T(np.zeros((0, 2), np.float32), device)) == []
 
 
 @pytest.mark.parametrize("ix", [3, -4, (0, 4), (0, -5), (0, 0, 5), (Ellipsis, 5), (slice(None), 7)],

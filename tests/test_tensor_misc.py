@@ -50,7 +50,7 @@ def test_numpy_returns_read_only_array(device):
     np.testing.assert_array_equal(t.numpy(), a)
     r = (t + 1).numpy()
     assert not r.flags.writeable
-    assert not T(np.array(2.0), device).numpy().flags.writeable
+    assert not T(np.array(2.0, np.float32), device).numpy().flags.writeable
 
 
 @pytest.mark.parametrize("arr, pytype", [(np.array(2.5, np.float32), float),
@@ -106,7 +106,7 @@ def test_python_scalar_conversions(device, arr):
 
 
 def test_bool_of_comparison_drives_if(device):
-    t = T(np.array([3.0]), device)
+    t = T(np.array([3.0], np.float32), device)
     assert bool(t > 2)
     assert not bool(t < 2)
     if t == 3:

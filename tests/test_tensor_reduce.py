@@ -25,7 +25,7 @@ def _axis(dim):
     return tuple(dim) if isinstance(dim, list) else dim
 
 
-DIMS_3D = [None, 0, 1, 2, -1, -3, (0, 2), (1, -1), (0, 1, 2), (2, 0)]
+DIMS_3D = [None, 0, 1, -1, (0, 2), (1, -1), (0, 1, 2)]
 
 
 def _sum_dtype(d):

@@ -1,0 +1,180 @@
+"""Fusion layer on the cpu (numpy) backend: one JSON line per measurement.
+
+(a) the 8-op chain `(a*b + c).relu()*0.5 - a`, `exp`, `+1`, `sqrt` on 4M float32, lazyt vs
+    the same plain numpy expression, timed from the first op recorded to `numpy()` returned
+    (goal: lazyt at least 1.5x faster, 2x the aim);
+(b) a 16-op chain on 8-element tensors with a plan-cache hit: first op recorded to `numpy()`
+    returned (goal: at most 0.15 ms), and the recording cost per op;
+(c) record + drain of N-op pending graphs, N = 1k .. 16k, cold (plan built) and warm (plan
+    cache hit): the time per op must stay flat (linear growth).
+
+Each runs on `lazyt.device("cpu", autodiff=False)` (the Fusion layer over numpy) and on the
+default device (Autodiff over Fusion, untracked path). All in one process, with warm-up, medians.
+Usage: python benchmarks/fusion_cpu.py [--quick]
+"""
+from __future__ import annotations
+
+import gc
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import lazyt  # noqa: E402
+from lazyt.backends.numpy_fused import _threads  # noqa: E402
+from lazyt.fusion import find_fusion  # noqa: E402
+
+QUICK = "--quick" in sys.argv
+DEVICES = [("fusion", lazyt.device("cpu", autodiff=False)), ("default", lazyt.device("cpu"))]
+
+
+def emit(**fields) -> None:
+    print(json.dumps({"bench": "fusion_cpu", **fields}), flush=True)
+
+
+def median_time(fn, repeat: int, warmup: int) -> float:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeat):
+        gc.disable()
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+        gc.enable()
+    return statistics.median(times)
+
+
+# ---------------------------------------------------------------------------- (a)
+def bench_chain_4m() -> None:
+    n = 4 * 1024 * 1024
+    rng = np.random.default_rng(0)
+    na, nb, nc = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+
+    def plain():
+        return np.sqrt(np.exp(np.maximum(na * nb + nc, 0) * 0.5 - na) + 1)
+
+    repeat = 5 if QUICK else 25
+    t_np = median_time(plain, repeat, 3)
+    want = plain()
+    for name, dev in DEVICES:
+        a, b, c = (lazyt.tensor(x, device=dev) for x in (na, nb, nc))
+
+        def fused():
+            return ((((a * b + c).relu() * 0.5 - a).exp() + 1).sqrt()).numpy()
+
+        np.testing.assert_allclose(fused(), want, rtol=1e-6)
+        t = median_time(fused, repeat, 3)
+        emit(case="a_chain8_4M_float32", device=name, numpy_ms=round(t_np * 1e3, 3),
+             lazyt_ms=round(t * 1e3, 3), speedup=round(t_np / t, 2), goal=">=1.5x (aim 2x)",
+             threads=_threads())
+
+
+# ---------------------------------------------------------------------------- (b)
+def _chain16(a, b, c):
+    x = a * b
+    x = x + c
+    x = x.relu()
+    x = x * 0.5
+    x = x - a
+    x = x.exp()
+    x = x + 1
+    x = x.sqrt()
+    x = x * b
+    x = x + c
+    x = x.relu()
+    x = x * 0.5
+    x = x - a
+    x = x.tanh()
+    x = x + 1
+    return x.sqrt()
+
+
+def bench_tiny_chain() -> None:
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal(8).astype(np.float32) for _ in range(3)]
+    repeat = 500 if QUICK else 5000
+    for name, dev in DEVICES:
+        a, b, c = (lazyt.tensor(x, device=dev) for x in arrays)
+        fusion = find_fusion(dev.backend)
+
+        def run():
+            return _chain16(a, b, c).numpy()
+
+        hits0 = fusion.cache.hits
+        t_total = median_time(run, repeat, 100)
+        assert fusion.cache.hits - hits0 >= repeat  # every timed run was a plan-cache hit
+        record_times = []
+        for _ in range(repeat):
+            gc.disable()
+            t0 = time.perf_counter()
+            x = _chain16(a, b, c)
+            record_times.append(time.perf_counter() - t0)
+            gc.enable()
+            x.numpy()
+        t_rec = statistics.median(record_times)
+        emit(case="b_chain16_8elem_cache_hit", device=name, total_us=round(t_total * 1e6, 1),
+             record_us_per_op=round(t_rec * 1e6 / 16, 2),
+             drain_us=round((t_total - t_rec) * 1e6, 1), goal_total_us="<=150")
+
+
+# ---------------------------------------------------------------------------- (c)
+def _graph(n_ops: int, x, w):
+    """A pending graph of `n_ops` ops: elementwise runs with a matmul every 8 ops and a
+    reduction every 16 (so many blocks and boundaries), all pending until the read."""
+    y = x
+    acc = None
+    for i in range(n_ops):
+        if i % 16 == 15:
+            s = y.sum(1, keepdim=True)
+            acc = s if acc is None else acc + s
+            continue
+        if i % 8 == 7:
+            y = (y @ w)
+        elif i % 4 == 0:
+            y = y * 0.5
+        elif i % 4 == 1:
+            y = y + x
+        elif i % 4 == 2:
+            y = y.tanh()
+        else:
+            y = y - 0.25
+    return y, acc
+
+
+def bench_graph_scaling() -> None:
+    rng = np.random.default_rng(2)
+    sizes = [1024, 2048, 4096] if QUICK else [1024, 2048, 4096, 8192, 16384]
+    for name, dev in DEVICES:
+        fusion = find_fusion(dev.backend)
+        x = lazyt.tensor(rng.standard_normal((4, 4)).astype(np.float32), device=dev)
+        w = lazyt.tensor(rng.standard_normal((4, 4)).astype(np.float32) * 0.5, device=dev)
+        for n in sizes:
+            def record_and_drain():
+                y, acc = _graph(n, x, w)
+                y.numpy()
+                acc.numpy()
+
+            def cold():
+                fusion.cache.clear()
+                record_and_drain()
+
+            reps = 3 if QUICK else 5
+            t_cold = median_time(cold, reps, 1)
+            t_warm = median_time(record_and_drain, reps, 1)
+            ops = n + (n // 16)  # the accumulating adds
+            emit(case="c_record_drain_graph", device=name, n_ops=n,
+                 cold_ms=round(t_cold * 1e3, 2), warm_ms=round(t_warm * 1e3, 2),
+                 cold_us_per_op=round(t_cold * 1e6 / ops, 2),
+                 warm_us_per_op=round(t_warm * 1e6 / ops, 2))
+
+
+if __name__ == "__main__":
+    bench_chain_4m()
+    bench_tiny_chain()
+    bench_graph_scaling()

@@ -1,0 +1,69 @@
+"""`Gradients`: the gradients of one backward pass, keyed by node id (Burn's `Gradients`)."""
+from __future__ import annotations
+
+from typing import Any
+
+from ..errors import GradError
+from ..ops import BinaryOp
+from .node import Node, NodeId
+
+
+class Gradients:
+    """Gradients of a backward pass: intermediates are consumed by their op's backward step,
+    leaves (`Requirement.GRAD`) stay and are read with `Tensor.grad(grads)`.
+
+    Values are primitives of the backend that holds the node (the Autodiff layer's inner
+    backend), so they can be used with that backend directly.
+    """
+
+    __slots__ = ("_grads", "_nodes")
+
+    def __init__(self, nodes: dict[NodeId, Node] | None = None):
+        self._grads: dict[NodeId, Any] = {}
+        self._nodes: dict[NodeId, Node] = nodes if nodes is not None else {}
+
+    @staticmethod
+    def _id(node: Node | NodeId) -> NodeId:
+        return node if isinstance(node, int) else node.id
+
+    def consume(self, node: Node | NodeId) -> Any:
+        """Remove and return the gradient of `node` (its op's backward calls this once)."""
+        key = self._id(node)
+        try:
+            return self._grads.pop(key)
+        except KeyError:
+            raise GradError(f"Gradients.consume: node {key} has no gradient (it was consumed "
+                            "already, or nothing depends on it)") from None
+
+    def register(self, node: Node | NodeId, grad: Any) -> None:
+        """Add `grad` to the gradient of `node` (gradients of a node reached twice accumulate)."""
+        key = self._id(node)
+        old = self._grads.get(key)
+        if old is None:
+            self._grads[key] = grad
+            return
+        backend = node.backend if isinstance(node, Node) else None
+        if backend is None:
+            known = self._nodes.get(key)
+            if known is None:
+                raise GradError(f"Gradients.register: node {key} is not part of this graph; "
+                                "pass the Node itself (from ops.parents)")
+            backend = known.backend
+        self._grads[key] = backend.binary(BinaryOp.ADD, old, grad)
+
+    def get(self, node: Node | NodeId) -> Any | None:
+        """The gradient of `node`, or None when it has none."""
+        return self._grads.get(self._id(node))
+
+    def remove(self, node: Node | NodeId) -> Any | None:
+        """Remove and return the gradient of `node` (None when it has none)."""
+        return self._grads.pop(self._id(node), None)
+
+    def __contains__(self, node: Node | NodeId) -> bool:
+        return self._id(node) in self._grads
+
+    def __len__(self) -> int:
+        return len(self._grads)
+
+    def __repr__(self) -> str:
+        return f"Gradients({len(self._grads)} tensors)"

@@ -1,0 +1,29 @@
+"""The Cube family of kernel backends (wgpu, CUDA): what they share, independent of any GPU."""
+from .source import (
+    DEFAULT_ENTRY,
+    LANGS,
+    MAX_CUBES_PER_DIM,
+    CubeCount,
+    CubeDim,
+    FileKernelSource,
+    KernelId,
+    KernelSource,
+    KernelSources,
+    SourceKernel,
+    SourceTemplate,
+    TextKernelSource,
+    build_info,
+    elem_name,
+    elem_storage,
+    kernel_source,
+    with_elem_prelude,
+)
+from .tensor import CubeTensor, contiguous_strides
+from .backend import CubeBackend, into_contiguous  # noqa: E402  (needs source and tensor)
+
+__all__ = [
+    "CubeBackend", "into_contiguous", "DEFAULT_ENTRY", "LANGS", "MAX_CUBES_PER_DIM", "CubeCount", "CubeDim", "CubeTensor",
+    "FileKernelSource", "KernelId", "KernelSource", "KernelSources", "SourceKernel",
+    "SourceTemplate", "TextKernelSource", "build_info", "contiguous_strides", "elem_name",
+    "elem_storage", "kernel_source", "with_elem_prelude",
+]

@@ -1,0 +1,78 @@
+"""CubeTensor: the primitive of the Cube-family backends, a strided view of a device buffer."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ...dtype import DType
+from ...errors import DeviceError
+
+
+def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
+    """Row-major strides, in elements, of a dense tensor of `shape`."""
+    strides = []
+    step = 1
+    for size in reversed(shape):
+        strides.append(step)
+        step *= max(int(size), 1)
+    return tuple(reversed(strides))
+
+
+@dataclass(frozen=True, eq=False)
+class CubeTensor:
+    """A tensor on a Cube runtime: `handle` is the runtime's buffer, owned through `client`;
+    `shape`, `strides` and `offset` (in elements) say where the values are in it."""
+
+    client: Any
+    device: Any
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    handle: Any
+    dtype: DType
+    offset: int = 0
+
+    def __post_init__(self):
+        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+        object.__setattr__(self, "strides", tuple(int(s) for s in self.strides))
+        object.__setattr__(self, "offset", int(self.offset))
+
+    @classmethod
+    def new_contiguous(cls, client: Any, device: Any, shape: tuple[int, ...], handle: Any,
+                       dtype: DType) -> CubeTensor:
+        """A dense row-major tensor filling `handle` from its start."""
+        shape = tuple(int(s) for s in shape)
+        return cls(client, device, shape, contiguous_strides(shape), handle, dtype)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def num_elements(self) -> int:
+        n = 1
+        for size in self.shape:
+            n *= size
+        return n
+
+    def is_contiguous(self) -> bool:
+        """True when a kernel may index the values as a dense row-major array from the start of
+        the buffer: no offset, and row-major strides (a size-1 dim's stride does not matter)."""
+        if self.offset:
+            return False
+        if self.num_elements == 0:
+            return True
+        expected = contiguous_strides(self.shape)
+        return all(size == 1 or stride == want
+                   for size, stride, want in zip(self.shape, self.strides, expected))
+
+    def assert_is_on_same_device(self, other: CubeTensor) -> None:
+        """Raise `DeviceError` when `other` lives on another device."""
+        if self.device != other.device:
+            raise DeviceError(f"tensors on different devices: {self.device} (shape {self.shape}, "
+                              f"{self.dtype.name}) and {other.device} (shape {other.shape}, "
+                              f"{other.dtype.name}); move one with .to(device)")
+
+    def __repr__(self) -> str:
+        offset = f", offset={self.offset}" if self.offset else ""
+        return (f"CubeTensor(shape={self.shape}, strides={self.strides}{offset}, "
+                f"dtype={self.dtype.name}, device={self.device})")

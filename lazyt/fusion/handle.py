@@ -1,0 +1,129 @@
+"""Lazy tensors and their liveness: which values the runtime must keep, and which it may drop.
+
+A `FusionTensor` is the Fusion layer's primitive: an id, a shape and a dtype. Its value (an inner
+backend primitive, once computed) lives in `Handles`. Every FusionTensor object holds one count
+on its id; when the object dies, `weakref.finalize` puts the id on a release queue, and the
+queue is processed only at safe points (before recording an op, around a drain), never in the
+middle of a drain. A tensor that is still counted is alive: the optimizer materializes it, and
+its buffer is never overwritten in place. Saved autodiff state holds FusionTensors, so it is
+alive by the same rule.
+"""
+from __future__ import annotations
+
+import itertools
+import weakref
+from collections import deque
+
+from ..dtype import DType
+
+_ids = itertools.count(1)
+next_id = _ids.__next__
+
+
+class FusionTensor:
+    """A tensor of the Fusion layer (pending or materialized)."""
+
+    __slots__ = ("id", "shape", "dtype", "__weakref__")
+
+    def __init__(self, id: int, shape: tuple, dtype: DType):
+        self.id = id
+        self.shape = shape
+        self.dtype = dtype
+
+    def __repr__(self) -> str:
+        return f"FusionTensor(id={self.id}, shape={self.shape}, dtype={self.dtype.name})"
+
+
+class Failure:
+    """Why a tensor has no value: the op that raised at drain time, and where it was recorded."""
+
+    __slots__ = ("error", "op", "location")
+
+    def __init__(self, error: BaseException, op: str, location: str | None):
+        self.error = error
+        self.op = op
+        self.location = location
+
+    def raise_(self, tensor_id: int):
+        """Raise a `FusionError` that is also an instance of the original error's class,
+        chained to the original."""
+        from ..errors import FusionError
+        where = f" recorded at {self.location}" if self.location else ""
+        msg = (f"{self.op}{where} failed when the pending ops ran, so tensor {tensor_id} has "
+               f"no value: {type(self.error).__name__}: {self.error}")
+        raise _fusion_error_class(type(self.error))(msg) from self.error
+
+
+_ERROR_CLASSES: dict = {}
+
+
+def _fusion_error_class(cls: type) -> type:
+    from ..errors import FusionError
+    if issubclass(cls, FusionError):
+        return FusionError
+    t = _ERROR_CLASSES.get(cls)
+    if t is None:
+        try:
+            t = type(f"Fusion{cls.__name__}", (FusionError, cls), {
+                "__module__": "lazyt.errors",
+                "__init__": lambda self, msg: Exception.__init__(self, msg),
+                "__str__": lambda self: str(self.args[0]) if self.args else ""})
+            str(t("probe"))
+        except Exception:  # noqa: BLE001 - a class that cannot be mixed in: plain FusionError
+            t = FusionError
+        _ERROR_CLASSES[cls] = t
+    return t
+
+
+class Handles:
+    """Per-layer table of tensor values, liveness counts and failures."""
+
+    __slots__ = ("counts", "released", "release", "values", "failed", "reusable")
+
+    def __init__(self):
+        self.counts: dict = {}        # id -> live FusionTensor objects (and other holders)
+        self.released: deque = deque()  # ids whose holder died; processed at safe points
+        self.release = self.released.append  # the finalizer callback: O(1), never frees
+        self.values: dict = {}        # id -> inner primitive (materialized tensors)
+        self.failed: dict = {}        # id -> Failure
+        self.reusable: set = set()    # ids whose buffer the runtime owns and nobody else sees
+
+    def new(self, shape: tuple, dtype: DType) -> FusionTensor:
+        """A new tracked tensor (count 1, released when the object dies)."""
+        tid = next_id()
+        t = FusionTensor(tid, shape, dtype)
+        self.counts[tid] = 1
+        weakref.finalize(t, self.release, tid)
+        return t
+
+    def retain(self, tid: int) -> None:
+        """One more holder of `tid` (released with `release`)."""
+        self.counts[tid] = self.counts.get(tid, 0) + 1
+
+    def process(self, pending: dict) -> None:
+        """Apply queued releases: a dead id's value is dropped now unless the pending stream
+        (`pending`: id -> relative index) still reads it; the drain drops those afterwards."""
+        q = self.released
+        counts = self.counts
+        values = self.values
+        while q:
+            tid = q.popleft()
+            c = counts.get(tid, 0) - 1
+            if c > 0:
+                counts[tid] = c
+                continue
+            counts.pop(tid, None)
+            if tid in pending:
+                continue
+            values.pop(tid, None)
+            self.failed.pop(tid, None)
+            self.reusable.discard(tid)
+
+    def drop_dead(self, ids) -> None:
+        """After a drain: drop the values of ids that died while the stream still read them."""
+        counts = self.counts
+        for tid in ids:
+            if tid not in counts:
+                self.values.pop(tid, None)
+                self.failed.pop(tid, None)
+                self.reusable.discard(tid)

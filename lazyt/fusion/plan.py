@@ -1,0 +1,185 @@
+"""An execution plan for a stream, and running it.
+
+A plan refers to tensors by their relative number in the stream and to scalars by their
+position, so one plan serves every stream with the same key. Running it touches only the
+current stream's ops (for values: scalars, custom-op callables) and the inner backend.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..backends.fused import FusedBlock
+from .handle import Failure, Handles
+from .ir import OpKind
+
+K = OpKind
+
+
+def _custom(b, op, *xs):
+    out = op.fn(*xs, *op.scalars)
+    n = len(op.outputs)
+    if n == 1:
+        if isinstance(out, (list, tuple)):
+            if len(out) != 1:
+                raise ValueError(f"{op.name}: returned {len(out)} outputs, its metadata "
+                                 "declares 1")
+            return out[0]
+        return out
+    if not isinstance(out, (list, tuple)) or len(out) != n:
+        got = len(out) if isinstance(out, (list, tuple)) else 1
+        raise ValueError(f"{op.name}: returned {got} outputs, its metadata declares {n}")
+    return tuple(out)
+
+
+# kind -> fn(inner backend, OperationIr, *input primitives) -> output primitive(s)
+RUNNERS = {
+    K.REDUCE: lambda b, op, x: b.reduce(op.op, x, op.args[0], op.args[1]),
+    K.MATMUL: lambda b, op, x, y: b.matmul(x, y),
+    K.RESHAPE: lambda b, op, x: b.reshape(x, op.args[0]),
+    K.PERMUTE: lambda b, op, x: b.permute(x, op.args[0]),
+    K.EXPAND: lambda b, op, x: b.expand(x, op.args[0]),
+    K.SLICE: lambda b, op, x: b.slice(x, op.args[0]),
+    K.CAT: lambda b, op, *xs: b.cat(list(xs), op.args[0]),
+    K.CONTIGUOUS: lambda b, op, x: b.contiguous(x),
+    K.GATHER: lambda b, op, x, i: b.gather(x, op.args[0], i),
+    K.SCATTER_ADD: lambda b, op, x, i, s: b.scatter_add(x, op.args[0], i, s),
+    K.INDEX_SELECT: lambda b, op, x, i: b.index_select(x, op.args[0], i),
+    K.INDEX_ADD: lambda b, op, x, i, s: b.index_add(x, op.args[0], i, s),
+    K.CUSTOM: _custom,
+}
+
+
+@dataclass(eq=False)
+class OpStep:
+    """One opaque op, run through the inner backend's primitive."""
+
+    index: int        # position of the op in the stream
+    ins: tuple        # relative numbers read
+    outs: tuple       # relative numbers written
+    name: str
+    nbytes: int       # bytes written
+    drop: tuple = ()  # relative numbers whose last read is this step
+
+    def run(self, inner, env, ops, scalars):
+        op = ops[self.index]
+        out = RUNNERS[op.kind](inner, op, *[env[r] for r in self.ins])
+        outs = self.outs
+        if len(outs) == 1:
+            env[outs[0]] = out
+        else:
+            for r, o in zip(outs, out):
+                env[r] = o
+
+    def location(self, ops) -> str | None:
+        return ops[self.index].location
+
+
+@dataclass(eq=False)
+class BlockStep:
+    """One fused elementwise block, run by the inner backend's `run_fused`."""
+
+    block: FusedBlock
+    ins: tuple         # relative numbers of the block inputs
+    outs: tuple        # relative numbers of the block outputs
+    scalar_idx: tuple  # positions in the stream's scalar list, one per block scalar
+    members: tuple     # stream positions of the ops in the block
+    op_names: tuple
+    nbytes: int
+    out_deps: tuple    # per output: the block inputs it depends on
+    drop: tuple = ()
+
+    @property
+    def name(self) -> str:
+        return f"fused[{'+'.join(self.op_names)}]"
+
+    def run(self, inner, env, ops, scalars):
+        outs = inner.run_fused(self.block, [env[r] for r in self.ins],
+                               [scalars[i] for i in self.scalar_idx])
+        for r, o in zip(self.outs, outs):
+            env[r] = o
+
+    def location(self, ops) -> str | None:
+        for i in self.members:
+            if ops[i].location:
+                return ops[i].location
+        return None
+
+
+@dataclass(eq=False)
+class Plan:
+    """What a drain does: load outside inputs, run the steps, keep the live outputs."""
+
+    size: int            # relative numbers in the stream
+    loads: tuple         # relative numbers of outside inputs read
+    steps: tuple
+    stores: tuple        # relative numbers kept after the drain (alive)
+    owned: tuple         # stored ones whose buffer the runtime owns (in-place candidates later)
+    n_blocks: int = 0
+    n_fused_ops: int = 0
+    extra: dict = field(default_factory=dict)
+
+
+def execute(plan: Plan, stream, handles: Handles, inner, reports) -> None:
+    """Run `plan` for `stream`. An op that raises marks its outputs, and everything computed
+    from them, as failed; the other steps still run."""
+    ids = list(stream.seen)
+    env = [None] * plan.size
+    values = handles.values
+    failed: dict = {}
+    for r in plan.loads:
+        tid = ids[r]
+        v = values.get(tid)
+        if v is None:
+            failed[r] = handles.failed[tid]
+        env[r] = v
+    ops = stream.ops
+    scalars = stream.scalars
+    for step in plan.steps:
+        if failed and any(r in failed for r in step.ins):
+            _run_with_failed_inputs(step, env, ops, scalars, inner, failed)
+        else:
+            try:
+                step.run(inner, env, ops, scalars)
+            except Exception as e:  # noqa: BLE001 - surfaces on read of the dependents
+                f = Failure(e, step.name, step.location(ops))
+                for r in step.outs:
+                    failed[r] = f
+        if reports:
+            for rep in reports:
+                rep._step(step)
+        for r in step.drop:
+            env[r] = None
+    for r in plan.stores:
+        f = failed.get(r)
+        if f is None:
+            values[ids[r]] = env[r]
+        else:
+            handles.failed[ids[r]] = f
+    reusable = handles.reusable
+    for r in plan.owned:
+        if r not in failed:
+            reusable.add(ids[r])
+
+
+def _run_with_failed_inputs(step, env, ops, scalars, inner, failed):
+    if isinstance(step, OpStep):
+        f = next(failed[r] for r in step.ins if r in failed)
+        for r in step.outs:
+            failed[r] = f
+        return
+    from ..backends.fused import run_generic
+    ins = [None if r in failed else env[r] for r in step.ins]
+    try:
+        outs = run_generic(inner, step.block, ins, [scalars[i] for i in step.scalar_idx])
+    except Exception as e:  # noqa: BLE001
+        f = Failure(e, step.name, step.location(ops))
+        outs = [None] * len(step.outs)
+        for r in step.outs:
+            failed[r] = f
+        return
+    for k, (r, o) in enumerate(zip(step.outs, outs)):
+        if o is None:
+            j = next(j for j in step.out_deps[k] if step.ins[j] in failed)
+            failed[r] = failed[step.ins[j]]
+        else:
+            env[r] = o

@@ -1,0 +1,132 @@
+"""The pending op stream: recording ops and building the plan-cache key as they arrive.
+
+Tensors get relative numbers in order of first appearance in the stream (outputs when recorded,
+outside inputs when first read), so the same code recorded again, with other tensor ids, other
+values and other scalars, yields the same key. The key is built op by op at record time, so a
+drain looks its plan up without any graph analysis.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Sequence
+
+from ..dtype import DType
+from ..errors import FusionError
+from weakref import finalize
+
+from .handle import FusionTensor, Handles, next_id
+from .ir import OperationIr, OpKind, TensorIr, TensorStatus
+
+_NOT_INIT = TensorStatus.NOT_INIT
+_READ_ONLY = TensorStatus.READ_ONLY
+_CUSTOM = OpKind.CUSTOM
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def user_location(depth: int = 1) -> str | None:
+    """"file:line" of the innermost caller outside the lazyt package (where the user recorded
+    the op)."""
+    f = sys._getframe(depth)
+    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+        f = f.f_back
+    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
+
+
+class OperationStream:
+    """Pending ops of one Fusion layer, in record order (a topological order)."""
+
+    __slots__ = ("handles", "ops", "keys", "seen", "irs", "ext", "scalars")
+
+    def __init__(self, handles: Handles):
+        self.handles = handles
+        self.reset()
+
+    def reset(self) -> None:
+        self.ops: list = []      # OperationIr, in record order
+        self.keys: list = []     # one structural key per op (relative tensor numbers)
+        self.seen: dict = {}     # tensor id -> relative number
+        self.irs: list = []      # relative number -> TensorIr
+        self.ext: list = []      # (relative number, shape, dtype name, reusable) of outside inputs
+        self.scalars: list = []  # scalar operands of elementwise ops, in record order
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def _external(self, x: FusionTensor) -> int:
+        """First read of a tensor computed before this stream: give it a relative number."""
+        h = self.handles
+        tid = x.id
+        if tid not in h.values and tid not in h.failed:
+            raise FusionError(f"tensor {tid} {x.shape} {x.dtype.name} does not belong to this "
+                              "Fusion layer (a tensor of another device's stack?)")
+        r = len(self.irs)
+        self.seen[tid] = r
+        self.irs.append(TensorIr(tid, x.shape, x.dtype, _READ_ONLY))
+        self.ext.append((r, x.shape, x.dtype.name, tid in h.reusable))
+        return r
+
+    def record(self, kind: OpKind, op, args: tuple, inputs: Sequence[FusionTensor],
+               scalars: tuple, shape: tuple, dtype: DType,
+               location: str | None = None) -> FusionTensor:
+        """Record a one-output op; returns its (pending) output tensor. The hot path of the
+        layer: every elementwise op goes through here once."""
+        seen = self.seen
+        irs = self.irs
+        in_irs = []
+        key = [kind.label, None if op is None else op._value_, args]
+        for x in inputs:
+            r = seen.get(x.id)
+            if r is None:
+                r = self._external(x)
+            key.append(r)
+            in_irs.append(irs[r])
+        if scalars:
+            key.extend(map(type, scalars))
+            self.scalars.extend(scalars)
+        h = self.handles
+        tid = next_id()
+        out = FusionTensor(tid, shape, dtype)
+        h.counts[tid] = 1
+        finalize(out, h.release, tid)
+        ir = TensorIr(tid, shape, dtype, _NOT_INIT)
+        seen[tid] = len(irs)
+        irs.append(ir)
+        self.ops.append(OperationIr(kind, op, tuple(in_irs), (ir,), args, scalars, None,
+                                    location))
+        self.keys.append(tuple(key))
+        return out
+
+    def record_custom(self, name: str, fn, inputs: Sequence[FusionTensor], outputs: Sequence,
+                      scalars: tuple, location: str | None) -> list:
+        """Record an opaque custom op with outputs described by (shape, dtype) pairs."""
+        seen = self.seen
+        irs = self.irs
+        in_irs = []
+        rels = []
+        for x in inputs:
+            r = seen.get(x.id)
+            if r is None:
+                r = self._external(x)
+            rels.append(r)
+            in_irs.append(irs[r])
+        outs = []
+        out_irs = []
+        for shape, dtype in outputs:
+            t = self.handles.new(tuple(shape), dtype)
+            ir = TensorIr(t.id, t.shape, dtype, _NOT_INIT)
+            seen[t.id] = len(irs)
+            irs.append(ir)
+            outs.append(t)
+            out_irs.append(ir)
+        metas = tuple((t.shape, t.dtype.name) for t in outs)
+        self.ops.append(OperationIr(_CUSTOM, name, tuple(in_irs), tuple(out_irs), (), scalars,
+                                    fn, location))
+        self.keys.append((_CUSTOM, name, fn, metas, *rels))
+        return outs
+
+    def key(self, counts: dict) -> tuple:
+        """The plan-cache key: op structure, outside inputs' layouts, and which tensors are
+        alive (so must be materialized)."""
+        return (tuple(self.keys), tuple(self.ext), tuple(map(counts.__contains__, self.seen)))

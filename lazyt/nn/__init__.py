@@ -1,0 +1,18 @@
+"""`lazyt.nn`: modules, parameters and layers for building models, plus checkpoints."""
+from .activation import GELU, ReLU, Sigmoid, SiLU, Tanh
+from .container import ModuleDict, ModuleList, Sequential
+from .dropout import Dropout
+from .embedding import Embedding
+from .linear import Identity, Linear
+from .module import LoadResult, Module, ModuleError, StateDictError, functional_call
+from .normalization import LayerNorm, RMSNorm
+from .parameter import Parameter
+from .serialization import (CheckpointError, from_checkpoint_state, load_checkpoint_state,
+                            to_checkpoint_state)
+
+__all__ = [
+    "Module", "Parameter", "Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "GELU",
+    "SiLU", "ReLU", "Tanh", "Sigmoid", "Dropout", "Sequential", "ModuleList", "ModuleDict",
+    "functional_call", "StateDictError", "ModuleError", "CheckpointError", "LoadResult",
+    "to_checkpoint_state", "from_checkpoint_state", "load_checkpoint_state",
+]

@@ -1,0 +1,62 @@
+"""Adam and AdamW (decoupled weight decay), with optional AMSGrad; torch's update rules."""
+from __future__ import annotations
+
+import math
+from typing import Iterable
+
+from ..tensor import Tensor
+from .optimizer import Optimizer, OptimizerError
+
+
+class Adam(Optimizer):
+    """Adam; `weight_decay` adds `wd * p` to the gradient (L2), as torch.optim.Adam."""
+
+    decoupled = False
+
+    def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False,
+                 maximize: bool = False):
+        b1, b2 = betas
+        if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
+            raise OptimizerError(f"{type(self).__name__}: betas must be in [0, 1), got {betas}")
+        if eps < 0:
+            raise OptimizerError(f"{type(self).__name__}: eps must be >= 0, got {eps}")
+        super().__init__(params, dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=weight_decay,
+                                      amsgrad=amsgrad, maximize=maximize))
+
+    def update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> Tensor:
+        lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
+        if group["maximize"]:
+            g = -g
+        if wd:
+            if self.decoupled:
+                p = p * (1 - lr * wd)
+            else:
+                g = g + wd * p
+        t = state.get("step", 0) + 1
+        state["step"] = t
+        m = state.get("exp_avg")
+        v = state.get("exp_avg_sq")
+        m = g * (1 - b1) if m is None else m * b1 + g * (1 - b1)
+        v = g * g * (1 - b2) if v is None else v * b2 + g * g * (1 - b2)
+        state["exp_avg"], state["exp_avg_sq"] = m, v
+        if group["amsgrad"]:
+            vmax = state.get("max_exp_avg_sq")
+            v = v if vmax is None else vmax.maximum(v)
+            state["max_exp_avg_sq"] = v
+        bc1 = 1 - b1 ** t
+        bc2 = 1 - b2 ** t
+        denom = v.sqrt() * (1 / math.sqrt(bc2)) + eps
+        return p - (lr / bc1) * (m / denom)
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay: `p <- p * (1 - lr * wd)` before the Adam step."""
+
+    decoupled = True
+
+    def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
+                 eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False,
+                 maximize: bool = False):
+        super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
+                         amsgrad=amsgrad, maximize=maximize)
