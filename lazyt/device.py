@@ -139,21 +139,12 @@ def _base_backend(base: str, index: int):
 def _build_stack(dev: Device):
     backend = _base_backend(dev.base, dev.index)
     if dev.fusion:
-        Fusion = _layer("fusion", "Fusion")
-        if Fusion is not None:
-            backend = Fusion(backend)
+        from .fusion import Fusion
+        backend = Fusion(backend)
     if dev.autodiff:
-        Autodiff = _layer("autodiff", "Autodiff")
-        if Autodiff is not None:
-            backend = Autodiff(backend, checkpointing=dev.checkpointing)
+        from .autodiff import Autodiff
+        backend = Autodiff(backend, checkpointing=dev.checkpointing)
     return backend
-
-
-def _layer(module: str, name: str):
-    try:
-        return getattr(importlib.import_module(f"lazyt.{module}"), name)
-    except (ImportError, AttributeError):
-        return None
 
 
 # ------------------------------------------------------------------ the default device
