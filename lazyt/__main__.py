@@ -41,10 +41,28 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m lazyt", description=__doc__)
     sub = parser.add_subparsers(dest="cmd", required=True)
     sub.add_parser("info", help="version, backends and devices")
+    sub.add_parser("bench", help="run benchmarks/run_all.py (from a source checkout); "
+                   "options after 'bench' go to it")
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["bench"]:
+        return _bench(argv[1:])
     args = parser.parse_args(argv)
     if args.cmd == "info":
         return _info()
     return 2
+
+
+def _bench(rest) -> int:
+    """The benchmarks live beside the package in a source checkout, not in the wheel."""
+    import subprocess
+    from pathlib import Path
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "run_all.py"
+    if not script.exists():
+        print("python -m lazyt bench runs benchmarks/run_all.py of a source checkout "
+              "(pip install -e .); it was not found next to this lazyt package",
+              file=sys.stderr)
+        return 2
+    return subprocess.call([sys.executable, str(script), *rest])
 
 
 if __name__ == "__main__":

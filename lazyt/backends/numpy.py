@@ -149,6 +149,10 @@ class NumpyBackend(Backend):
         return _as_array(out)
 
     def matmul(self, lhs, rhs):
+        if lhs.ndim > 2 and all(s == 1 for s in rhs.shape[:-2]):
+            # one large GEMM instead of numpy's loop of small ones over the batch
+            out = np.matmul(lhs.reshape(-1, lhs.shape[-1]), rhs.reshape(rhs.shape[-2:]))
+            return out.reshape(lhs.shape[:-1] + (rhs.shape[-1],))
         return np.matmul(lhs, rhs)
 
     def reshape(self, x, shape):
@@ -194,5 +198,11 @@ class NumpyBackend(Backend):
 
     def run_fused(self, block, inputs, scalars):
         """A fused elementwise block without per-op temporaries (see numpy_fused)."""
-        from .numpy_fused import run_block
-        return run_block(block, inputs, scalars)
+        run = _RUN_BLOCK[0]
+        if run is None:
+            from .numpy_fused import run_block as run
+            _RUN_BLOCK[0] = run
+        return run(block, inputs, scalars)
+
+
+_RUN_BLOCK = [None]  # numpy_fused imports this module, so it is imported on first use
