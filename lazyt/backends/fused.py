@@ -107,6 +107,9 @@ def run_generic(backend, block: FusedBlock, inputs: Sequence[Any],
     """Run `block` op by op through `backend`'s primitives (correct on any backend; one
     temporary per op). An input given as None (failed upstream) makes every value that depends
     on it None, so the caller can tell which outputs could not be computed."""
+    if not block.cache.get("listed") and debug_level() >= 2:
+        print(block.listing(), flush=True)
+        block.cache["listed"] = True
     values: list = []
 
     def get(ref: Ref):

@@ -8,7 +8,6 @@ elementwise blocks through `inner.run_fused`, everything else through its primit
 """
 from __future__ import annotations
 
-import os
 import threading
 from typing import Callable, Sequence
 
@@ -37,16 +36,20 @@ _CMP = frozenset(o._value_ for o in COMPARISONS)  # str keys: hashing an Enum is
 _TT, _TS, _ST = ("tt",), ("ts",), ("st",)
 _EMPTY = ()
 
-#: Drain when this many ops are pending (LAZYT_FUSION_MAX_OPS).
-DEFAULT_MAX_OPS = int(os.environ.get("LAZYT_FUSION_MAX_OPS", "32768") or 32768)
+#: Process the release queue while recording once it holds this many entries (and at drains).
+_RELEASE_BATCH = 256
+#: Drain when this many ops are pending (`Fusion(inner, max_ops=...)` changes it).
+DEFAULT_MAX_OPS = 32768
 
 
-def _scalar(op: str, value):
+def _scalar(op, value):
+    """`value` as a Python scalar; `op` (a name or an op enum) names the op in the error."""
     if type(value) in _SCALAR_TYPES:
         return value
     if isinstance(value, (np.bool_, np.integer, np.floating)):
         return value.item()
-    raise DTypeError(f"{op}: expected a tensor of this device or a real scalar, got "
+    name = op if isinstance(op, str) else op.value
+    raise DTypeError(f"{name}: expected a tensor of this device or a real scalar, got "
                      f"{type(value).__name__}")
 
 
@@ -97,14 +100,14 @@ class Fusion(Backend):
                 raise FusionError(f"{op.value if hasattr(op, 'value') else kind.label}: cannot "
                                   "record ops on a Fusion layer while it runs its pending ops "
                                   "(an impl called the layer instead of its base primitives)")
-            h = self.handles
-            if h.released:
-                h.process(self.stream.seen)
             if location is None and self._trace:
                 location = user_location(3)
-            out = self.stream.record(kind, op, args, inputs, scalars, shape, dtype, location)
-            if len(self.stream.ops) >= self.max_ops:
+            stream = self.stream
+            out = stream.record(kind, op, args, inputs, scalars, shape, dtype, location)
+            if len(stream.ops) >= self.max_ops:
                 self._drain()
+            elif len(self.handles.released) >= _RELEASE_BATCH:
+                self.handles.process(stream.seen)  # a safe point: free what died
             return out
 
     # ---------------------------------------------------------------- creation/transfer
@@ -153,12 +156,14 @@ class Fusion(Backend):
                 if rhs.dtype is not d:
                     _same_dtype(op.value, lhs, rhs)
                 return self._rec(K.BINARY, op, _TT, (lhs, rhs), _EMPTY, shape, out_dtype)
-            return self._rec(K.BINARY, op, _TS, (lhs,), (_scalar(op.value, rhs),), lhs.shape,
-                             out_dtype)
+            if type(rhs) not in _SCALAR_TYPES:
+                rhs = _scalar(op, rhs)
+            return self._rec(K.BINARY, op, _TS, (lhs,), (rhs,), lhs.shape, out_dtype)
         if type(rhs) is FT:
-            d = rhs.dtype
-            return self._rec(K.BINARY, op, _ST, (rhs,), (_scalar(op.value, lhs),), rhs.shape,
-                             _BOOL if op._value_ in _CMP else d)
+            if type(lhs) not in _SCALAR_TYPES:
+                lhs = _scalar(op, lhs)
+            return self._rec(K.BINARY, op, _ST, (rhs,), (lhs,), rhs.shape,
+                             _BOOL if op._value_ in _CMP else rhs.dtype)
         raise DTypeError(f"{op.value}: expected at least one tensor operand, got "
                          f"{type(lhs).__name__} and {type(rhs).__name__}")
 
@@ -401,14 +406,14 @@ class Fusion(Backend):
                     for rep in reports:
                         rep._drain(plan is not None)
                 if plan is None:
-                    plan = build_plan(stream, key[2])
+                    plan = build_plan(stream, key)
                     self.cache.put(key, plan)
                 execute(plan, stream, h, self.inner, reports)
             except BaseException as e:
                 self._fail_pending(e)
                 raise
             finally:
-                ext_ids = [stream.irs[r].id for r, *_ in stream.ext]
+                ext_ids = [tid for *_, tid in stream.ext]
                 stream.reset()
                 self._draining = False
                 h.drop_dead(ext_ids)

@@ -1,10 +1,9 @@
 """The plan cache: plans by stream key, LRU-bounded, with hit/miss counters."""
 from __future__ import annotations
 
-import os
 from collections import OrderedDict
 
-DEFAULT_SIZE = int(os.environ.get("LAZYT_FUSION_CACHE_SIZE", "512") or 512)
+DEFAULT_SIZE = 512
 #: Bound on the ops held by all cached keys together (long streams have long keys).
 DEFAULT_TOTAL_OPS = 1 << 18
 

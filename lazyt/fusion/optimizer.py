@@ -47,8 +47,10 @@ def build_graph(stream) -> tuple:
     return g, in_rels, out_rels, producer
 
 
-def build_plan(stream, alive: tuple) -> Plan:
-    """The plan for `stream` given which relative numbers are `alive`."""
+def build_plan(stream, key: tuple) -> Plan:
+    """The plan for `stream` given its key (`OperationStream.key`): which outside inputs the
+    runtime owns, and which relative numbers are alive."""
+    _, ext, alive = key
     ops = stream.ops
     n_ops = len(ops)
     g, in_rels, out_rels, producer = build_graph(stream)
@@ -165,7 +167,7 @@ def build_plan(stream, alive: tuple) -> Plan:
 
     # 4. in-place reuse, outputs kept, and when each value can be dropped
     produced_by_block = {r for s in steps if isinstance(s, BlockStep) for r in s.outs}
-    ext_reusable = {r: reusable for r, _, _, reusable in stream.ext}
+    ext_reusable = {r: reusable for r, _, _, reusable in ext}
     final_steps = []
     for s in steps:
         if isinstance(s, BlockStep):
@@ -189,7 +191,9 @@ def build_plan(stream, alive: tuple) -> Plan:
     for n, s in enumerate(steps):
         s.drop = tuple(drops.get(n, ()))
     loads = tuple(r for r, *_ in stream.ext if r in last_read)
+    shared = tuple(r for r in loads if r in opaque_readers)
     return Plan(size=len(alive), loads=loads, steps=tuple(steps), stores=stores, owned=owned,
+                shared=shared,
                 n_blocks=sum(isinstance(s, BlockStep) for s in steps), n_fused_ops=n_fused_ops)
 
 

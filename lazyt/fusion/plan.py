@@ -6,7 +6,7 @@ current stream's ops (for values: scalars, custom-op callables) and the inner ba
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..backends.fused import FusedBlock
 from .handle import Failure, Handles
@@ -114,9 +114,9 @@ class Plan:
     steps: tuple
     stores: tuple        # relative numbers kept after the drain (alive)
     owned: tuple         # stored ones whose buffer the runtime owns (in-place candidates later)
+    shared: tuple = ()   # outside inputs an opaque op reads (its output may be a view of them)
     n_blocks: int = 0
     n_fused_ops: int = 0
-    extra: dict = field(default_factory=dict)
 
 
 def execute(plan: Plan, stream, handles: Handles, inner, reports) -> None:
@@ -159,6 +159,8 @@ def execute(plan: Plan, stream, handles: Handles, inner, reports) -> None:
     for r in plan.owned:
         if r not in failed:
             reusable.add(ids[r])
+    for r in plan.shared:
+        reusable.discard(ids[r])
 
 
 def _run_with_failed_inputs(step, env, ops, scalars, inner, failed):

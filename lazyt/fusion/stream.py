@@ -13,9 +13,7 @@ from typing import Sequence
 
 from ..dtype import DType
 from ..errors import FusionError
-from weakref import finalize
-
-from .handle import FusionTensor, Handles, next_id
+from .handle import FusionTensor, Handles, _Ref, next_id
 from .ir import OperationIr, OpKind, TensorIr, TensorStatus
 
 _NOT_INIT = TensorStatus.NOT_INIT
@@ -48,7 +46,7 @@ class OperationStream:
         self.keys: list = []     # one structural key per op (relative tensor numbers)
         self.seen: dict = {}     # tensor id -> relative number
         self.irs: list = []      # relative number -> TensorIr
-        self.ext: list = []      # (relative number, shape, dtype name, reusable) of outside inputs
+        self.ext: list = []      # (relative number, shape, dtype name, id) of outside inputs
         self.scalars: list = []  # scalar operands of elementwise ops, in record order
 
     def __len__(self) -> int:
@@ -64,7 +62,7 @@ class OperationStream:
         r = len(self.irs)
         self.seen[tid] = r
         self.irs.append(TensorIr(tid, x.shape, x.dtype, _READ_ONLY))
-        self.ext.append((r, x.shape, x.dtype.name, tid in h.reusable))
+        self.ext.append((r, x.shape, x.dtype.name, tid))
         return r
 
     def record(self, kind: OpKind, op, args: tuple, inputs: Sequence[FusionTensor],
@@ -89,7 +87,9 @@ class OperationStream:
         tid = next_id()
         out = FusionTensor(tid, shape, dtype)
         h.counts[tid] = 1
-        finalize(out, h.release, tid)
+        ref = _Ref(out, h.release)
+        ref.tid = tid
+        h.refs[tid] = ref
         ir = TensorIr(tid, shape, dtype, _NOT_INIT)
         seen[tid] = len(irs)
         irs.append(ir)
@@ -127,6 +127,9 @@ class OperationStream:
         return outs
 
     def key(self, counts: dict) -> tuple:
-        """The plan-cache key: op structure, outside inputs' layouts, and which tensors are
-        alive (so must be materialized)."""
-        return (tuple(self.keys), tuple(self.ext), tuple(map(counts.__contains__, self.seen)))
+        """The plan-cache key: op structure; outside inputs' shapes, dtypes and whether the
+        runtime may overwrite their buffers (asked now, at the drain: a read since the first
+        use forbids it); and which tensors are alive (so must be materialized)."""
+        reusable = self.handles.reusable
+        ext = tuple((r, s, d, tid in reusable) for r, s, d, tid in self.ext)
+        return (tuple(self.keys), ext, tuple(map(counts.__contains__, self.seen)))

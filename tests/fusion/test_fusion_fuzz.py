@@ -16,11 +16,29 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import lazyt
+from lazyt.backends.base import Backend
+from lazyt.backends.numpy import NumpyBackend
+from lazyt.device import Device
+from lazyt.fusion import Fusion
 
 FUSED = lazyt.device("cpu", autodiff=False)
 REFERENCE = lazyt.device("cpu", autodiff=False, fusion=False)
 FUSED_AD = lazyt.device("cpu")
 REFERENCE_AD = lazyt.device("cpu", fusion=False)
+FUSED_AD_SAVE_ALL = lazyt.device("cpu", checkpointing="none")
+REFERENCE_AD_SAVE_ALL = lazyt.device("cpu", fusion=False, checkpointing="none")
+
+
+class _GenericNumpy(NumpyBackend):
+    """numpy without its fused-block executor: blocks replay op by op (`run_generic`), the
+    path every backend without its own `run_fused` takes."""
+
+    run_fused = Backend.run_fused
+
+
+# A device whose stack is Fusion over that backend (index 7 keeps it apart from cpu:0).
+GENERIC = Device("cpu", 7, False, True, "none")
+GENERIC._stack = Fusion(_GenericNumpy())
 
 UNARY = ["neg", "abs", "exp", "log", "sqrt", "tanh", "sigmoid", "sin", "cos", "relu", "sign",
          "floor", "reciprocal", "rsqrt", "erf", "square", "gelu", "silu"]
@@ -150,7 +168,7 @@ def programs(draw):
         shapes.append(tuple(1 if m else d for d, m in zip(base, mask))[drop:])
     steps = draw(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 99),
                                     st.integers(0, 99), st.integers(0, 99)),
-                          min_size=1, max_size=12))
+                          min_size=1, max_size=16))
     outputs = draw(st.integers(0, 2 ** 16))
     seed = draw(st.integers(0, 2 ** 31))
     dtype = draw(st.sampled_from([np.float32, np.float32, np.float64]))
@@ -223,9 +241,11 @@ def _same(got: dict, want: dict, what: str):
         np.testing.assert_array_equal(g, w, err_msg=f"{what} value {k}")
 
 
-def check_program(program, *, grad: bool):
+def check_program(program, *, grad: bool, fused=None, ref=None):
     shapes, _, _, seed, dtype = program
-    fused, ref = (FUSED_AD, REFERENCE_AD) if grad else (FUSED, REFERENCE)
+    if fused is None:
+        fused, ref = (FUSED_AD, REFERENCE_AD) if grad else (FUSED, REFERENCE)
+    ref = ref or REFERENCE
     for run, s in enumerate((seed, seed + 7)):  # the second run hits the plan cache
         arrays = _inputs(shapes, dtype, s)
         with np.errstate(all="ignore"):
@@ -240,7 +260,7 @@ def check_program(program, *, grad: bool):
                     np.testing.assert_array_equal(g, w, err_msg=f"run {run} grad of input {k}")
 
 
-FAST = settings(max_examples=500, deadline=None, derandomize=True,
+FAST = settings(max_examples=600, deadline=None, derandomize=True,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 
@@ -250,10 +270,22 @@ def test_random_dags_fused_equal_unfused(program):
     check_program(program, grad=False)
 
 
-@settings(FAST, max_examples=200)
+@settings(FAST, max_examples=300)
 @given(programs())
 def test_random_dags_with_autodiff_fused_equal_unfused(program):
     check_program(program, grad=True)
+
+
+@settings(FAST, max_examples=100)
+@given(programs())
+def test_random_dags_with_autodiff_saving_everything(program):
+    check_program(program, grad=True, fused=FUSED_AD_SAVE_ALL, ref=REFERENCE_AD_SAVE_ALL)
+
+
+@settings(FAST, max_examples=100)
+@given(programs())
+def test_random_dags_generic_block_path_equal_unfused(program):
+    check_program(program, grad=False, fused=GENERIC)
 
 
 @pytest.mark.slow

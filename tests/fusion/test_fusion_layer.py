@@ -123,8 +123,10 @@ def test_a_dead_tensor_is_freed_at_the_next_safe_point(F):
     del y
     gc.collect()
     assert tid in F.handles.values  # released, but only queued
-    F.unary(U.NEG, x)               # a safe point: the queue is processed
+    F.unary(U.NEG, x)               # recording processes the queue only once it is long
+    F.sync()                        # a safe point: the queue is processed
     assert tid not in F.handles.values and tid not in F.handles.counts
+    assert tid not in F.handles.refs
 
 
 def test_a_tensor_read_by_the_pending_stream_survives_its_holder(F):
@@ -178,6 +180,31 @@ def test_exported_and_uploaded_buffers_are_never_reused(F):
     np.testing.assert_array_equal(host, np.arange(6))
     np.testing.assert_array_equal(F.to_numpy(z), np.arange(6) * 2 + 1)
     np.testing.assert_array_equal(F.to_numpy(w), np.arange(6) + 1)
+
+
+def test_a_buffer_read_after_its_first_use_in_the_stream_is_not_reused(F):
+    x = up(F, np.arange(6))
+    y = F.binary(B.MUL, x, 2.0)
+    F.sync()
+    z = F.binary(B.ADD, y, 1.0)  # y enters the stream while the runtime still owns it
+    exported = F.to_numpy(y)     # a read: no drain needed, y has a value; now it is shared
+    del y
+    F.sync()
+    np.testing.assert_array_equal(exported, np.arange(6) * 2)
+    np.testing.assert_array_equal(F.to_numpy(z), np.arange(6) * 2 + 1)
+
+
+def test_a_buffer_viewed_by_a_movement_op_is_not_reused(F):
+    x = up(F, np.arange(6))
+    t = F.binary(B.MUL, x, 2.0)
+    F.sync()
+    v = F.reshape(t, (2, 3))     # numpy: a view of t's buffer
+    F.sync()
+    w = F.binary(B.ADD, t, 1.0)
+    del t
+    F.sync()
+    np.testing.assert_array_equal(F.to_numpy(v), (np.arange(6) * 2).reshape(2, 3))
+    np.testing.assert_array_equal(F.to_numpy(w), np.arange(6) * 2 + 1)
 
 
 def test_liveness_counts_and_finalizers(F):
@@ -325,6 +352,22 @@ def test_plan_key_ignores_values_ids_and_scalars_but_not_liveness(F):
     out, (a,) = run(3.0, 0.5, True)  # `a` alive: another mask, another plan
     assert F.cache.misses == misses + 1
     np.testing.assert_allclose(F.to_numpy(a), np.full(3, 1.5))
+
+
+def test_a_cache_hit_runs_no_graph_analysis(F, monkeypatch):
+    import lazyt.fusion.backend as backend_module
+
+    def chain(v):
+        x = up(F, np.full(4, v))
+        return F.to_numpy(F.unary(U.SQRT, F.binary(B.ADD, F.binary(B.MUL, x, x), 1.0)))
+
+    chain(1.0)
+
+    def no_analysis(*args):
+        raise AssertionError("the optimizer ran on a cache hit")
+
+    monkeypatch.setattr(backend_module, "build_plan", no_analysis)
+    np.testing.assert_allclose(chain(2.0), np.sqrt(np.full(4, 5.0)), rtol=1e-6)
 
 
 # ---------------------------------------------------------------------------- threads
