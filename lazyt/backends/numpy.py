@@ -72,6 +72,8 @@ UNARY = {
     UnaryOp.RECIPROCAL: _reciprocal, UnaryOp.NOT: np.logical_not,
 }
 
+_DOMAIN_OPS = frozenset({UnaryOp.LOG, UnaryOp.SQRT, UnaryOp.RSQRT, UnaryOp.RECIPROCAL})
+
 BINARY = {
     BinaryOp.ADD: np.add, BinaryOp.SUB: np.subtract, BinaryOp.MUL: np.multiply,
     BinaryOp.DIV: np.true_divide, BinaryOp.POW: np.power, BinaryOp.MAXIMUM: np.maximum,
@@ -123,6 +125,9 @@ class NumpyBackend(Backend):
         return np.full(shape, value, dtype.np)
 
     def unary(self, op: UnaryOp, x):
+        if op in _DOMAIN_OPS:  # log(0) = -inf, sqrt(-1) = nan, as in torch: no warning
+            with np.errstate(divide="ignore", invalid="ignore"):
+                return _as_array(UNARY[op](x))
         return _as_array(UNARY[op](x))
 
     def binary(self, op: BinaryOp, lhs, rhs):

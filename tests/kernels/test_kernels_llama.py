@@ -193,3 +193,21 @@ def test_training_mode_needs_a_backward(llama_dir, kernel_paths):
     assert all(binding_of(m).active for m in _layouts(model).values())
     with pytest.raises(KernelHubError, match="mode must be"):
         kernelize(model, mode="training")
+
+
+def test_fused_kernel_is_a_backend_extension_with_its_own_backward(llama_dir, kernel_paths):
+    """RMSNormMLP runs one `rms_norm_mlp` extension op (numpy impl + handwritten Autodiff
+    impl), not a composition of ordinary ops."""
+    from lazyt.backends import Autodiff, Numpy
+    from lazyt.extension import op_of
+    op = op_of(lazyt.Dispatch.rms_norm_mlp) if hasattr(lazyt.Dispatch, "rms_norm_mlp") else None
+    model = _load(llama_dir, FUSED, kernel_paths).train()
+    kernelize(model, mode=Mode.TRAINING)
+    op = op_of(lazyt.Dispatch.rms_norm_mlp)
+    assert Autodiff in op.impls and Numpy in op.impls
+    ids = lazyt.tensor(IDS)
+    with lazyt.fusion.inspect() as report:
+        out = model(ids)
+        grads = out.sum().backward()
+        model.lm_head.weight.grad(grads).numpy()
+    assert report.opaque_ops.count("rms_norm_mlp") == 2
