@@ -200,7 +200,6 @@ def test_fused_kernel_is_a_backend_extension_with_its_own_backward(llama_dir, ke
     impl), not a composition of ordinary ops."""
     from lazyt.backends import Autodiff, Numpy
     from lazyt.extension import op_of
-    op = op_of(lazyt.Dispatch.rms_norm_mlp) if hasattr(lazyt.Dispatch, "rms_norm_mlp") else None
     model = _load(llama_dir, FUSED, kernel_paths).train()
     kernelize(model, mode=Mode.TRAINING)
     op = op_of(lazyt.Dispatch.rms_norm_mlp)
