@@ -8,7 +8,7 @@ import numpy as np
 
 from lazyt.backends import Cube, Numpy
 from lazyt.backends.cube import (CubeCount, CubeDim, CubeTensor, SourceKernel, build_info,
-                                 into_contiguous, kernel_source)
+                                 elem_storage, into_contiguous, kernel_source)
 
 from .lib import Backend, output_shape
 
@@ -31,7 +31,7 @@ def fused_matmul_add_relu(lhs: CubeTensor, rhs: CubeTensor, bias: CubeTensor) ->
     lhs, rhs, bias = into_contiguous(lhs), into_contiguous(rhs), into_contiguous(bias)
     shape_out = output_shape(lhs.shape, rhs.shape, bias.shape)
     client = lhs.client
-    nbytes = math.prod(shape_out) * np.dtype(lhs.dtype.np).itemsize
+    nbytes = math.prod(shape_out) * elem_storage(lhs.dtype, client.lang).itemsize
     output = CubeTensor.new_contiguous(client, lhs.device, shape_out, client.empty(nbytes),
                                        lhs.dtype)
     info = build_info([lhs, rhs, output])  # [rank, strides of each, shapes of each] as u32

@@ -384,8 +384,9 @@ class Fusion(Backend):
 
     # ---------------------------------------------------------------- draining
     def sync(self) -> None:
-        """Run every pending op."""
+        """Run every pending op, then wait for the inner backend (a GPU queue) to finish."""
         self._drain()
+        self.inner.sync()
 
     def _drain(self) -> None:
         with self._lock:

@@ -1,0 +1,223 @@
+"""lazyt on a GPU device against torch on the same GPU: one JSON line per measurement.
+
+(a) fp32 `relu(a @ b + bias)` at 4096^3 as a ratio to cuBLAS (torch, TF32 off);
+(b) the 5-op chain `((x*2+1).relu()*x - 3).abs()` on 64M float32 as a ratio to torch.compile.
+
+Each is timed end to end on the default device stack (Autodiff over Fusion over the base
+backend: what a user runs), as "kernel" on the base backend alone (the generated kernels
+without the lazy layers' Python), and as "device": the GPU time of lazyt's kernels from
+timestamp queries (where the adapter has them), which leaves out host overhead and gaps.
+K iterations are queued with their outputs kept alive, then one `sync`; the time per
+iteration is the median over repeats. torch is measured in the same process when it is
+importable and sees a CUDA GPU; otherwise its fields are null.
+
+Usage: python benchmarks/gpu.py [DEVICE] [--small] [--repeat N]
+  DEVICE   a lazyt device, "wgpu:0" by default
+  --small  512^3 matmul and a 1M chain (for software adapters such as lavapipe)
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+import numpy as np
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+
+import lazyt  # noqa: E402
+from lazyt.backends.fused import FusedBlock, FusedInstr, Ref  # noqa: E402
+from lazyt.ops import BinaryOp, UnaryOp  # noqa: E402
+
+
+def emit(**fields) -> None:
+    print(json.dumps({"bench": "gpu", **fields}), flush=True)
+
+
+def wait(dev, base) -> None:
+    """Run everything pending on `dev` and wait for the device to finish it."""
+    lazyt.sync(dev)
+    base.sync()
+
+
+def per_iteration(run, k: int, repeat: int, warmup: int = 1) -> float:
+    """Median seconds per iteration of `run(k)` (which queues k iterations and waits)."""
+    for _ in range(warmup):
+        run(k)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run(k)
+        times.append((time.perf_counter() - t0) / k)
+    return statistics.median(times)
+
+
+def device_seconds(base, run, k: int) -> float | None:
+    """Seconds per iteration the device spent in lazyt's kernels (GPU timestamps), or None
+    when the adapter has no timestamp queries."""
+    try:
+        timer = base.client.device_timer()
+    except lazyt.DeviceError:
+        return None
+    with timer:
+        run(k)
+    return timer.seconds / k
+
+
+def torch_cuda():
+    try:
+        import torch
+    except ImportError:
+        return None
+    return torch if torch.cuda.is_available() else None
+
+
+def torch_per_iteration(torch, fn, k: int, repeat: int) -> float:
+    for _ in range(3):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(k):
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        times.append(start.elapsed_time(end) / 1e3 / k)
+    return statistics.median(times)
+
+
+# ------------------------------------------------------------------------------ (a) matmul
+def bench_matmul(dev, base, torch, n: int, k: int, repeat: int) -> None:
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((n, n), dtype=np.float32)
+    b = rng.standard_normal((n, n), dtype=np.float32)
+    bias = rng.standard_normal((n,), dtype=np.float32)
+    flops = 2 * n ** 3
+    ta, tb, tbias = (lazyt.tensor(v, device=dev) for v in (a, b, bias))
+
+    def run(k):
+        outs = [(ta @ tb + tbias).relu() for _ in range(k)]
+        wait(dev, base)
+        return outs
+
+    got = run(1)[0].numpy()
+    ref = np.maximum(a.astype(np.float64) @ b.astype(np.float64) + bias, 0)
+    err = float(np.max(np.abs(got - ref)) / np.max(np.abs(ref)))
+    t = per_iteration(run, k, repeat)
+    ba, bb = base.from_numpy(a), base.from_numpy(b)
+
+    def run_kernel(k):
+        outs = [base.matmul(ba, bb) for _ in range(k)]
+        base.sync()
+        return outs
+
+    t_kernel = per_iteration(run_kernel, k, repeat)
+    t_device = device_seconds(base, run, k)
+    t_torch = None
+    if torch is not None:
+        torch.backends.cuda.matmul.allow_tf32 = False
+        torch.backends.cudnn.allow_tf32 = False
+        xa, xb, xbias = (torch.from_numpy(v).cuda() for v in (a, b, bias))
+        t_torch = torch_per_iteration(torch, lambda: torch.addmm(xbias, xa, xb).relu_(), k,
+                                      repeat)
+    tf = flops / t / 1e12
+    emit(name="matmul_bias_relu_fp32", device=str(dev), n=n, lazyt_ms=t * 1e3,
+         lazyt_tflops=tf, kernel_ms=t_kernel * 1e3, kernel_tflops=flops / t_kernel / 1e12,
+         device_ms=None if t_device is None else t_device * 1e3,
+         device_tflops=None if t_device is None else flops / t_device / 1e12,
+         max_rel_error=err,
+         cublas_ms=None if t_torch is None else t_torch * 1e3,
+         cublas_tflops=None if t_torch is None else flops / t_torch / 1e12,
+         ratio=None if t_torch is None else t_torch / t,
+         kernel_ratio=None if t_torch is None else t_torch / t_kernel,
+         device_ratio=None if t_torch is None or t_device is None else t_torch / t_device,
+         config=str(base.matmul_config))
+
+
+# ------------------------------------------------------------------------------ (b) chain
+def chain(x):
+    return ((x * 2 + 1).relu() * x - 3).abs()
+
+
+def chain_block(n: int) -> FusedBlock:
+    f32 = lazyt.float32
+    i, s, v = (lambda j: Ref("in", j)), (lambda j: Ref("sc", j)), (lambda j: Ref("v", j))
+    instrs = (FusedInstr("binary", BinaryOp.MUL, (i(0), s(0)), f32),
+              FusedInstr("binary", BinaryOp.ADD, (v(0), s(1)), f32),
+              FusedInstr("unary", UnaryOp.RELU, (v(1),), f32),
+              FusedInstr("binary", BinaryOp.MUL, (v(2), i(0)), f32),
+              FusedInstr("binary", BinaryOp.SUB, (v(3), s(2)), f32),
+              FusedInstr("unary", UnaryOp.ABS, (v(4),), f32))
+    return FusedBlock(shape=(n,), inputs=(((n,), f32),), scalars=(f32, f32, f32),
+                      instrs=instrs, outputs=(5,))
+
+
+def bench_chain(dev, base, torch, n: int, k: int, repeat: int) -> None:
+    x = np.random.default_rng(1).standard_normal(n, dtype=np.float32)
+    tx = lazyt.tensor(x, device=dev)
+    moved = 2 * 4 * n              # one read, one write per element
+
+    def run(k):
+        outs = [chain(tx) for _ in range(k)]
+        wait(dev, base)
+        return outs
+
+    got = run(1)[0].numpy()
+    ok = bool(np.allclose(got, np.abs(np.maximum(x * 2 + 1, 0) * x - 3), rtol=1e-6, atol=1e-6))
+    t = per_iteration(run, k, repeat)
+    bx = base.from_numpy(x)
+    block = chain_block(n)
+
+    def run_kernel(k):
+        outs = [base.run_fused(block, [bx], [2.0, 1.0, 3.0]) for _ in range(k)]
+        base.sync()
+        return outs
+
+    t_kernel = per_iteration(run_kernel, k, repeat)
+    t_device = device_seconds(base, run, k)
+    t_compile = t_eager = None
+    if torch is not None:
+        xt = torch.from_numpy(x).cuda()
+        compiled = torch.compile(chain)
+        t_compile = torch_per_iteration(torch, lambda: compiled(xt), k, repeat)
+        t_eager = torch_per_iteration(torch, lambda: chain(xt), k, repeat)
+    emit(name="chain5_fp32", device=str(dev), n=n, correct=ok, lazyt_ms=t * 1e3,
+         lazyt_gbps=moved / t / 1e9, kernel_ms=t_kernel * 1e3,
+         kernel_gbps=moved / t_kernel / 1e9,
+         device_ms=None if t_device is None else t_device * 1e3,
+         device_gbps=None if t_device is None else moved / t_device / 1e9,
+         torch_compile_ms=None if t_compile is None else t_compile * 1e3,
+         torch_compile_gbps=None if t_compile is None else moved / t_compile / 1e9,
+         torch_eager_gbps=None if t_eager is None else moved / t_eager / 1e9,
+         ratio=None if t_compile is None else t_compile / t,
+         kernel_ratio=None if t_compile is None else t_compile / t_kernel,
+         device_ratio=None if t_compile is None or t_device is None else t_compile / t_device)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("device", nargs="?", default="wgpu:0")
+    p.add_argument("--small", action="store_true")
+    p.add_argument("--repeat", type=int, default=5)
+    args = p.parse_args(argv)
+    dev = lazyt.device(args.device)
+    base = dev.base_backend
+    torch = torch_cuda()
+    emit(name="device", device=str(dev), backend=repr(base),
+         torch=None if torch is None else torch.cuda.get_device_name(0))
+    if args.small:
+        bench_matmul(dev, base, torch, 512, 4, args.repeat)
+        bench_chain(dev, base, torch, 1 << 20, 8, args.repeat)
+    else:
+        bench_matmul(dev, base, torch, 4096, 10, args.repeat)
+        bench_chain(dev, base, torch, 64 << 20, 20, args.repeat)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

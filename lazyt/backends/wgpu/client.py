@@ -1,0 +1,556 @@
+"""The wgpu `ComputeClient`: buffers, compiled kernels and batched launches on one device.
+
+Launches are recorded into one open command encoder (one compute pass) and submitted together
+when a read, `sync()`, or a batch limit needs it: no round trip per op. Small per-launch data
+(layout words, scalars) goes into one arena buffer per batch, written once before the submit and
+bound at offsets that respect the device's offset alignment. Compiled pipelines are cached by
+`KernelId`, whose hash covers the completed source, so an edited kernel never runs stale code.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ...errors import (DeviceError, IndexOutOfRangeError, KernelCompileError, LazytError,
+                       ShapeError)
+from ..cube.source import CubeCount, KernelId, KernelSource
+from .pool import BufferPool, Handle
+
+#: Launches recorded before a batch is submitted even without a read.
+MAX_BATCH = 256
+#: Bytes bound by the launches of a batch above which it is submitted early, so the device
+#: starts on big kernels while Python records the next ones (a submit costs about as much host
+#: time as a launch: flushing after every big kernel would leave the device waiting).
+MAX_BATCH_BYTES = 1 << 30
+#: Bind groups kept for reuse (least recently used dropped first).
+MAX_BIND_GROUPS = 4096
+#: Error slots (index range checks) one batch may use before it is checked.
+ERROR_SLOTS = 256
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+_DECL = re.compile(r"((?:@\s*\w+\s*\(\s*\d+\s*\)\s*)+)var\s*<\s*(storage|uniform)\s*"
+                   r"(?:,\s*(read_write|read)\s*)?>")
+_ATTR = re.compile(r"@\s*(group|binding)\s*\(\s*(\d+)\s*\)")
+
+
+def debug_level() -> int:
+    try:
+        return int(os.environ.get("LAZYT_DEBUG", "0") or 0)
+    except ValueError:
+        return 0
+
+
+def parse_bindings(name: str, text: str) -> tuple[str, ...]:
+    """The buffer kind of each `@group(0) @binding(i)` of a WGSL source, in binding order:
+    "read-only-storage", "storage" or "uniform"."""
+    kinds: dict[int, str] = {}
+    for m in _DECL.finditer(_COMMENTS.sub("", text)):
+        attrs = {k: int(v) for k, v in _ATTR.findall(m.group(1))}
+        if "binding" not in attrs:
+            continue
+        if attrs.get("group", 0) != 0:
+            raise KernelCompileError(f"kernel {name!r}: only bind group 0 is supported, found "
+                                     f"@group({attrs['group']})")
+        space, access = m.group(2), m.group(3)
+        kinds[attrs["binding"]] = ("uniform" if space == "uniform" else
+                                   "storage" if access == "read_write" else "read-only-storage")
+    if sorted(kinds) != list(range(len(kinds))):
+        raise KernelCompileError(f"kernel {name!r}: bindings must be numbered 0..n-1, found "
+                                 f"{sorted(kinds)}")
+    return tuple(kinds[i] for i in range(len(kinds)))
+
+
+@dataclass(eq=False)
+class Pipeline:
+    """A compiled kernel: its pipeline, bind-group layout and the kind of each binding."""
+
+    name: str
+    id: KernelId
+    pipeline: Any
+    bind_layout: Any
+    kinds: tuple[str, ...]
+    dynamic: tuple[bool, ...]      # bound with a dynamic offset (read-only bindings)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """The device limits lazyt uses (bytes, counts)."""
+
+    max_buffer_size: int
+    max_storage_binding_size: int
+    max_storage_buffers: int
+    max_workgroups_per_dim: int
+    max_workgroup_storage: int
+    max_invocations: int
+    storage_offset_alignment: int
+    uniform_offset_alignment: int
+    max_uniform_binding_size: int
+    max_dynamic_storage: int
+    max_dynamic_uniform: int
+
+    @classmethod
+    def of(cls, limits) -> Limits:
+        return cls(
+            max_buffer_size=int(limits["max-buffer-size"]),
+            max_storage_binding_size=int(limits["max-storage-buffer-binding-size"]),
+            max_storage_buffers=int(limits["max-storage-buffers-per-shader-stage"]),
+            max_workgroups_per_dim=int(limits["max-compute-workgroups-per-dimension"]),
+            max_workgroup_storage=int(limits["max-compute-workgroup-storage-size"]),
+            max_invocations=int(limits["max-compute-invocations-per-workgroup"]),
+            storage_offset_alignment=int(limits["min-storage-buffer-offset-alignment"]),
+            uniform_offset_alignment=int(limits["min-uniform-buffer-offset-alignment"]),
+            max_uniform_binding_size=int(limits["max-uniform-buffer-binding-size"]),
+            max_dynamic_storage=int(limits["max-dynamic-storage-buffers-per-pipeline-layout"]),
+            max_dynamic_uniform=int(limits["max-dynamic-uniform-buffers-per-pipeline-layout"]),
+        )
+
+
+def _locked(method):
+    """Run a client method under the client's lock: threads share one command encoder."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        with self._lock:
+            return method(self, *args, **kwargs)
+    return wrapper
+
+
+class ComputeClient:
+    """The Cube runtime interface on one wgpu device: `empty`, `create_from_slice`, `launch`,
+    `read`, plus `flush`/`sync`. `lang` is "wgsl". Thread-safe (one lock per client)."""
+
+    lang = "wgsl"
+
+    def __init__(self, device, name: str, description: str = ""):
+        import wgpu
+        self._wgpu = wgpu
+        self._lock = threading.RLock()
+        self.device = device
+        self.name = name                      # "wgpu:0"
+        self.description = description        # "llvmpipe (Vulkan, CPU)"
+        self.limits = Limits.of(device.limits)
+        self.features = frozenset(device.features)
+        self.has_f16 = "shader-f16" in self.features
+        self.backend = None                   # set by the backend that owns this client
+        usage = wgpu.BufferUsage
+        self._storage_usage = usage.STORAGE | usage.COPY_SRC | usage.COPY_DST
+        # The largest buffer a kernel can bind whole.
+        self.max_binding = min(self.limits.max_storage_binding_size,
+                               self.limits.max_buffer_size) // 4 * 4
+        self.pool = BufferPool(self._create_buffer, self.max_binding, self._forget)
+        self._pipelines: dict[tuple[KernelId, str], Pipeline] = {}
+        self._layouts: dict[tuple, Any] = {}
+        self._groups: dict[tuple, tuple] = {}
+        self._groups_of: dict[int, set] = {}     # id(buffer) -> keys of cached bind groups
+        self._encoder = None
+        self._pass = None
+        self._pending = 0
+        self._pending_bytes = 0
+        self.submits = 0
+        self.launches = 0
+        # the per-batch arena of small host data
+        self._align = max(self.limits.storage_offset_alignment,
+                          self.limits.uniform_offset_alignment, 16)
+        self._arena_data = bytearray()
+        self._arena_cap = 1 << 16
+        self._arena = self._new_arena(self._arena_cap)
+        # index range checks: (flag, value) u32 pairs, one pair per checking launch
+        self._errors = device.create_buffer(size=ERROR_SLOTS * 8, usage=self._storage_usage)
+        self._error_msgs: list[Callable[[int], str]] = []
+        self._staging = None
+        self._timer: DeviceTimer | None = None
+
+    # ------------------------------------------------------------------ buffers
+    def _create_buffer(self, size: int):
+        return self.device.create_buffer(size=size, usage=self._storage_usage)
+
+    def _new_arena(self, cap: int):
+        u = self._wgpu.BufferUsage
+        return self.device.create_buffer(size=cap, usage=u.STORAGE | u.UNIFORM | u.COPY_DST)
+
+    def check_size(self, nbytes: int, what: str = "a buffer") -> None:
+        """`DeviceError` when `nbytes` exceeds what one kernel binding may hold."""
+        if nbytes > self.max_binding:
+            raise DeviceError(
+                f"{self.name}: {what} needs {nbytes} bytes, but this adapter "
+                f"({self.description}) binds at most {self.max_binding} bytes per storage buffer "
+                f"(max_storage_buffer_binding_size {self.limits.max_storage_binding_size}, "
+                f"max_buffer_size {self.limits.max_buffer_size})")
+
+    @_locked
+    def empty(self, nbytes: int) -> Handle:
+        """An uninitialized buffer of at least `nbytes` (from the pool when one fits)."""
+        nbytes = int(nbytes)
+        self.check_size(nbytes)
+        return self.pool.acquire(nbytes)
+
+    @_locked
+    def create_from_slice(self, data) -> Handle:
+        """A buffer holding `data` (bytes or a contiguous numpy array)."""
+        if isinstance(data, np.ndarray):
+            data = np.ascontiguousarray(data).reshape(-1)
+        view = memoryview(data).cast("B")
+        nbytes = view.nbytes
+        self.check_size(nbytes)
+        if self._encoder is None:
+            self.pool.settle()        # nothing recorded: every freed buffer is idle
+        handle = self.pool.acquire(nbytes, for_upload=True)
+        if nbytes:
+            if nbytes % 4:
+                view = memoryview(bytes(view) + b"\0" * (4 - nbytes % 4))
+            self.device.queue.write_buffer(handle.buffer, 0, view)
+        return handle
+
+    @_locked
+    def read(self, handle, nbytes: int | None = None, offset: int = 0) -> bytes:
+        """The bytes of `handle` (after everything recorded so far has run)."""
+        if hasattr(handle, "handle") and hasattr(handle, "shape"):   # a CubeTensor
+            handle = handle.handle
+        buffer = handle.buffer if isinstance(handle, Handle) else handle
+        if nbytes is None:
+            nbytes = handle.nbytes if isinstance(handle, Handle) else buffer.size - offset
+        if offset % 4:
+            raise LazytError(f"read: offset {offset} is not a multiple of 4 bytes")
+        size = -(-nbytes // 4) * 4
+        n_err = len(self._error_msgs)
+        err_at = -(-size // 256) * 256
+        total = err_at + n_err * 8 if n_err else size
+        if total == 0:
+            return b""
+        staging = self._staging_buffer(total)
+        enc = self._command_encoder()
+        self._end_pass()
+        if size:
+            enc.copy_buffer_to_buffer(buffer, offset, staging, 0, size)
+        if n_err:
+            enc.copy_buffer_to_buffer(self._errors, 0, staging, err_at, n_err * 8)
+        self.flush()
+        staging.map_sync(self._wgpu.MapMode.READ, 0, total)
+        try:
+            data = bytes(staging.read_mapped(0, total))
+        finally:
+            staging.unmap()
+        if n_err:
+            self._raise_errors(np.frombuffer(data, np.uint32, n_err * 2, err_at))
+        return data[:nbytes]
+
+    def _staging_buffer(self, size: int):
+        if self._staging is None or self._staging.size < size:
+            u = self._wgpu.BufferUsage
+            cap = max(size, 1 << 16)
+            self._staging = self.device.create_buffer(size=-(-cap // 4) * 4,
+                                                      usage=u.MAP_READ | u.COPY_DST)
+        return self._staging
+
+    # ------------------------------------------------------------------ index range checks
+    @_locked
+    def error_slot(self, message: Callable[[int], str]) -> int:
+        """A slot for one launch's range check; `message(bad_value)` explains a failure. The
+        check is read with the next `read`/`sync` and raised as `IndexOutOfRangeError` there."""
+        if len(self._error_msgs) >= ERROR_SLOTS:
+            self.sync()
+        self._error_msgs.append(message)
+        return len(self._error_msgs) - 1
+
+    @property
+    def errors_binding(self):
+        return self._errors
+
+    def _raise_errors(self, words: np.ndarray) -> None:
+        msgs = self._error_msgs
+        self._error_msgs = []
+        self.device.queue.write_buffer(self._errors, 0, np.zeros(len(msgs) * 2, np.uint32))
+        bad = [(msgs[i], int(words[2 * i + 1].view(np.int32)))
+               for i in range(len(msgs)) if words[2 * i]]
+        if bad:
+            msg, value = bad[0]
+            more = f" ({len(bad) - 1} more failed checks since the last read)" if len(bad) > 1 \
+                else ""
+            raise IndexOutOfRangeError(msg(value) + more)
+
+    # ------------------------------------------------------------------ kernels
+    @_locked
+    def compile(self, kernel: KernelSource | Pipeline) -> Pipeline:
+        """The cached pipeline of `kernel`, compiling it on first use. A source in another
+        language raises `KernelLanguageError`; WGSL errors raise `KernelCompileError`."""
+        if isinstance(kernel, Pipeline):
+            return kernel
+        source = kernel.for_lang(self.lang)
+        kid = source.id()
+        # one module may hold several entry points: the entry is part of the key
+        key = (kid, source.entry)
+        pipeline = self._pipelines.get(key)
+        if pipeline is None:
+            complete = getattr(source, "complete", None)
+            text = complete() if complete is not None else source.source().complete()
+            pipeline = self._build(source.name, kid, text, source.entry)
+            self._pipelines[key] = pipeline
+        return pipeline
+
+    def _build(self, name: str, kid: KernelId, text: str, entry: str) -> Pipeline:
+        if debug_level() >= 2:
+            print(f"// ---- lazyt wgpu kernel {kid} entry {entry}\n{text}", file=sys.stderr)
+        wgpu = self._wgpu
+        try:
+            module = self.device.create_shader_module(label=name, code=text)
+        except wgpu.GPUError as e:
+            raise KernelCompileError(f"kernel {name!r} failed to compile on the wgpu runtime "
+                                     f"{self.name} (WGSL):\n{_message(e)}") from None
+        kinds = parse_bindings(name, text)
+        # Read-only bindings take dynamic offsets (up to the device's limits), so one bind group
+        # serves every arena offset of the same buffers: bind groups are cached, not rebuilt.
+        budget = {"read-only-storage": self.limits.max_dynamic_storage,
+                  "uniform": self.limits.max_dynamic_uniform, "storage": 0}
+        dynamic = []
+        for kind in kinds:
+            dynamic.append(budget[kind] > 0)
+            budget[kind] -= 1
+        dynamic = tuple(dynamic)
+        layout = self._layouts.get((kinds, dynamic))
+        if layout is None:
+            entries = [{"binding": i, "visibility": wgpu.ShaderStage.COMPUTE,
+                        "buffer": {"type": kind, "has_dynamic_offset": dyn}}
+                       for i, (kind, dyn) in enumerate(zip(kinds, dynamic))]
+            bgl = self.device.create_bind_group_layout(entries=entries)
+            layout = (bgl, self.device.create_pipeline_layout(bind_group_layouts=[bgl]))
+            self._layouts[(kinds, dynamic)] = layout
+        try:
+            pipeline = self.device.create_compute_pipeline(
+                label=name, layout=layout[1], compute={"module": module, "entry_point": entry})
+        except wgpu.GPUError as e:
+            raise KernelCompileError(f"kernel {name!r} (entry point {entry!r}) failed to build a "
+                                     f"compute pipeline on {self.name}:\n{_message(e)}") from None
+        return Pipeline(name, kid, pipeline, layout[0], kinds, dynamic)
+
+    @property
+    def num_pipelines(self) -> int:
+        return len(self._pipelines)
+
+    @_locked
+    def launch(self, kernel: KernelSource | Pipeline, cube_count: CubeCount,
+               bindings: Sequence[Any]) -> None:
+        """Record one dispatch of `kernel` over `cube_count` workgroups. Each binding is a
+        CubeTensor, a `Handle`, or host data (numpy array / bytes, e.g. `build_info`'s output),
+        which is copied into this batch's arena."""
+        p = self.compile(kernel)
+        if not isinstance(cube_count, CubeCount):
+            raise ShapeError(f"launch of {p.name!r}: cube_count must be a CubeCount, got "
+                             f"{cube_count!r}")
+        top = self.limits.max_workgroups_per_dim
+        if max(cube_count.x, cube_count.y, cube_count.z) > top:
+            raise ShapeError(f"launch of {p.name!r}: {cube_count} workgroups exceed this "
+                             f"adapter's {top} per dimension; lay them out with "
+                             f"CubeCount.split(count, {top})")
+        if len(bindings) != len(p.kinds):
+            raise LazytError(f"launch of {p.name!r}: the kernel declares {len(p.kinds)} "
+                             f"bindings ({', '.join(p.kinds)}), got {len(bindings)}")
+        if cube_count.total == 0:
+            return
+        key = [id(p.bind_layout)]
+        buffers = []
+        offsets = []
+        nbytes = 0
+        for i, (b, kind, dyn) in enumerate(zip(bindings, p.kinds, p.dynamic)):
+            buffer, offset, size = self._resource(p.name, i, b, kind)
+            buffers.append(buffer)
+            nbytes += size
+            if dyn:
+                offsets.append(offset)
+                key.append((id(buffer), size))
+            else:
+                key.append((id(buffer), size, offset))
+        key = tuple(key)
+        cached = self._groups.get(key)
+        if cached is None:
+            entries = [{"binding": i, "resource": {"buffer": buf, "offset": 0 if dyn else k[2],
+                                                   "size": k[1]}}
+                       for i, (buf, dyn, k) in enumerate(zip(buffers, p.dynamic, key[1:]))]
+            group = self.device.create_bind_group(layout=p.bind_layout, entries=entries)
+            if len(self._groups) >= MAX_BIND_GROUPS:
+                self._drop_group(next(iter(self._groups)))
+            # the entry keeps the buffers alive, so their ids stay theirs while it is cached
+            self._groups[key] = (group, buffers, p.bind_layout)
+            for buf in buffers:
+                self._groups_of.setdefault(id(buf), set()).add(key)
+        else:
+            group = cached[0]
+            self._groups[key] = self._groups.pop(key)     # most recently used last
+        try:
+            cpass = self._compute_pass()
+            cpass.set_pipeline(p.pipeline)
+            cpass.set_bind_group(0, group, offsets)
+            cpass.dispatch_workgroups(cube_count.x, cube_count.y, cube_count.z)
+        except Exception:
+            self._abandon()
+            raise
+        self._pending += 1
+        self._pending_bytes += nbytes
+        self.launches += 1
+        if self._pending >= MAX_BATCH or self._pending_bytes >= MAX_BATCH_BYTES:
+            self.flush()
+
+    def _drop_group(self, key: tuple) -> None:
+        entry = self._groups.pop(key, None)
+        if entry is not None:
+            for buf in entry[1]:
+                keys = self._groups_of.get(id(buf))
+                if keys is not None:
+                    keys.discard(key)
+                    if not keys:
+                        del self._groups_of[id(buf)]
+
+    def _forget(self, buffer) -> None:
+        """Drop the cached bind groups of a buffer the pool let go of, so it can be freed."""
+        for key in list(self._groups_of.get(id(buffer), ())):
+            self._drop_group(key)
+
+    def _resource(self, name: str, i: int, b, kind: str):
+        if isinstance(b, Handle):
+            return b.buffer, 0, b.buffer.size
+        handle = getattr(b, "handle", None)
+        if isinstance(handle, Handle):               # a CubeTensor
+            return handle.buffer, 0, handle.buffer.size
+        if isinstance(b, (np.ndarray, bytes, bytearray, memoryview)):
+            if kind == "storage":
+                raise LazytError(f"launch of {name!r}: binding {i} is read_write storage; host "
+                                 "data can only be bound read-only (pass a buffer handle)")
+            return self._arena_entry(b, kind)
+        if isinstance(b, self._wgpu.GPUBuffer):
+            return b, 0, b.size
+        raise LazytError(f"launch of {name!r}: binding {i} is a {type(b).__name__}; expected a "
+                         "CubeTensor, a buffer handle, or a numpy array / bytes")
+
+    def _arena_entry(self, data, kind: str):
+        raw = np.ascontiguousarray(data).tobytes() if isinstance(data, np.ndarray) \
+            else bytes(data)
+        size = max(-(-len(raw) // 16) * 16, 16)
+        if kind == "uniform" and size > self.limits.max_uniform_binding_size:
+            raise DeviceError(f"{self.name}: {size} bytes of uniform data exceed the adapter's "
+                              f"{self.limits.max_uniform_binding_size}")
+        at = -(-len(self._arena_data) // self._align) * self._align
+        if at + size > self._arena_cap:
+            if self._pending:
+                self.flush()
+                at = 0
+            if size > self._arena_cap:
+                self._arena_cap = max(size, self._arena_cap * 2)
+                self._arena = self._new_arena(self._arena_cap)
+        if at > len(self._arena_data):
+            self._arena_data.extend(b"\0" * (at - len(self._arena_data)))
+        self._arena_data.extend(raw)
+        self._arena_data.extend(b"\0" * (size - len(raw)))
+        return self._arena, at, size
+
+    # ------------------------------------------------------------------ batching
+    def _command_encoder(self):
+        if self._encoder is None:
+            self._encoder = self.device.create_command_encoder()
+        return self._encoder
+
+    def _compute_pass(self):
+        if self._pass is None:
+            timer = self._timer
+            writes = timer.next_pass() if timer is not None else None
+            self._pass = self._command_encoder().begin_compute_pass(timestamp_writes=writes)
+        return self._pass
+
+    def device_timer(self) -> DeviceTimer:
+        """`with client.device_timer() as t: ...` measures, with GPU timestamps, the time the
+        device spent in the compute passes recorded inside the block (`t.seconds`); needs the
+        adapter's `timestamp-query` feature."""
+        if "timestamp-query" not in self.features:
+            raise DeviceError(f"{self.name}: the adapter has no timestamp-query feature")
+        return DeviceTimer(self)
+
+    def _end_pass(self) -> None:
+        if self._pass is not None:
+            self._pass.end()
+            self._pass = None
+
+    def _abandon(self) -> None:
+        """Drop a batch whose encoding failed (wgpu invalidates the encoder), so the client
+        stays usable; the error that caused it is re-raised by the caller."""
+        self._pass = None
+        self._encoder = None
+        self._arena_data = bytearray()
+        self._pending = 0
+        self._pending_bytes = 0
+
+    @_locked
+    def flush(self) -> None:
+        """Submit everything recorded (without waiting for it)."""
+        if self._encoder is None:
+            return
+        try:
+            self._end_pass()
+            if self._arena_data:
+                self.device.queue.write_buffer(self._arena, 0, self._arena_data)
+                self._arena_data = bytearray()
+            self.device.queue.submit([self._encoder.finish()])
+        except Exception:
+            self._abandon()
+            raise
+        self._encoder = None
+        self._pending = 0
+        self._pending_bytes = 0
+        self.submits += 1
+        self.pool.settle()
+
+    @_locked
+    def sync(self) -> None:
+        """Submit, wait until the device has run everything, and raise pending index range
+        errors. (Waiting = mapping a copy made after all submitted work: one queue runs its
+        submissions in order.)"""
+        self.read(self._errors, max(len(self._error_msgs), 1) * 8)
+
+
+class DeviceTimer:
+    """GPU timestamps around every compute pass recorded while it is open (see
+    `ComputeClient.device_timer`)."""
+
+    CAPACITY = 4096
+
+    def __init__(self, client: ComputeClient):
+        self.client = client
+        self.seconds = 0.0
+        self.passes = 0
+        self._queries = None
+
+    def __enter__(self) -> DeviceTimer:
+        c = self.client
+        c.flush()
+        self._queries = c.device.create_query_set(type="timestamp", count=self.CAPACITY)
+        c._timer = self
+        return self
+
+    def next_pass(self):
+        if 2 * self.passes + 2 > self.CAPACITY:
+            return None
+        writes = {"query_set": self._queries,
+                  "beginning_of_pass_write_index": 2 * self.passes,
+                  "end_of_pass_write_index": 2 * self.passes + 1}
+        self.passes += 1
+        return writes
+
+    def __exit__(self, *exc) -> None:
+        c = self.client
+        c._end_pass()
+        c._timer = None
+        if exc[0] is not None or not self.passes:
+            return
+        u = c._wgpu.BufferUsage
+        n = 2 * self.passes
+        resolved = c.device.create_buffer(size=n * 8, usage=u.QUERY_RESOLVE | u.COPY_SRC)
+        c._command_encoder().resolve_query_set(self._queries, 0, n, resolved, 0)
+        stamps = np.frombuffer(c.read(resolved, n * 8), np.uint64).astype(np.int64)
+        self.seconds = float(np.sum(stamps[1::2] - stamps[0::2])) * 1e-9
+
+
+def _message(e: Exception) -> str:
+    return str(getattr(e, "message", "") or e).strip()
