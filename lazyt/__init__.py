@@ -4,7 +4,7 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from . import dtype as _dtype
+
 from .backends.base import Backend
 from .creation import (arange, empty, empty_like, eye, from_numpy, full, full_like,
                        manual_seed, ones, ones_like, rand, rand_like, randint, randn,

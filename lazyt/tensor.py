@@ -8,7 +8,7 @@ import numpy as np
 
 from . import dtype as dt
 from . import shape as sh
-from .device import Device, device as _device
+from .device import device as _device
 from .dispatch import Dispatch, DispatchTensor, common_device
 from .dtype import DType
 from .errors import DTypeError, IndexOutOfRangeError, ShapeError

@@ -48,7 +48,6 @@ class Failure:
     def raise_(self, tensor_id: int):
         """Raise a `FusionError` that is also an instance of the original error's class,
         chained to the original."""
-        from ..errors import FusionError
         where = f" recorded at {self.location}" if self.location else ""
         msg = (f"{self.op}{where} failed when the pending ops ran, so tensor {tensor_id} has "
                f"no value: {type(self.error).__name__}: {self.error}")

@@ -486,18 +486,18 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     let tx = lid % {tx_n}u;
     let ty = lid / {tx_n}u;""")
     L += ["    " + d for d in decl]
-    L.append(f"""    for (var batch = wid.z; batch < batches; batch = batch + nwg.z) {{
+    L.append("""    for (var batch = wid.z; batch < batches; batch = batch + nwg.z) {
         var a_base = info[3];
         var b_base = info[6];
         var rem = batch;
-        for (var j = brank; j > 0u; j = j - 1u) {{
+        for (var j = brank; j > 0u; j = j - 1u) {
             let d = j - 1u;
             let size = info[11u + d];
             let coord = rem % size;
             rem = rem / size;
             a_base = a_base + coord * info[11u + brank + d];
             b_base = b_base + coord * info[11u + 2u * brank + d];
-        }}""")
+        }""")
     regs = [f"c{r}_{q}" for r in range(tm) for q in range(tn // 4)]
     L.append("        " + " ".join(f"var {x} = {v}({zero});" for x in regs))
     if cfg.prefetch:
