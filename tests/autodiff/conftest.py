@@ -31,6 +31,24 @@ if FUSION:
 AD_DEVICES_SHORT = [d for d in AD_DEVICES if d[0].endswith("balanced")]
 
 
+def _wgpu_built() -> bool:
+    """The wgpu stack can be built here (package and adapter present); CI has llvmpipe."""
+    try:
+        lazyt.device("wgpu").backend  # noqa: B018 - builds the stack or raises
+    except Exception:
+        return False
+    return True
+
+
+# wgpu stacks with an Autodiff layer (float32 only there: wgpu has no float64). Two of the four
+# combinations keep the added time small while covering both fusion and both checkpointing
+# settings.
+WGPU_AD_DEVICES = [
+    ("wgpu-fusion-balanced", lazyt.device("wgpu")),
+    ("wgpu-nofusion-none", lazyt.device("wgpu", fusion=False, checkpointing="none")),
+] if _wgpu_built() else []
+
+
 @pytest.fixture(params=[d for _, d in AD_DEVICES], ids=[n for n, _ in AD_DEVICES])
 def ad_device(request):
     """Each stack with an Autodiff layer."""
@@ -40,6 +58,12 @@ def ad_device(request):
 @pytest.fixture(params=[d for _, d in AD_DEVICES_SHORT], ids=[n for n, _ in AD_DEVICES_SHORT])
 def ad_device_short(request):
     """Each fusion setting, balanced checkpointing."""
+    return request.param
+
+
+@pytest.fixture(params=[d for _, d in WGPU_AD_DEVICES], ids=[n for n, _ in WGPU_AD_DEVICES])
+def wgpu_ad_device(request):
+    """Each wgpu stack with an Autodiff layer."""
     return request.param
 
 

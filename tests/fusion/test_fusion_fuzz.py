@@ -158,7 +158,7 @@ def _apply(name: str, x, y, c: int, rng: np.random.Generator):
 
 
 @st.composite
-def programs(draw):
+def programs(draw, ops=OPS, dtypes=(np.float32, np.float32, np.float64)):
     base = tuple(draw(st.lists(st.integers(1, 4), min_size=1, max_size=3)))
     n_inputs = draw(st.integers(1, 3))
     shapes = []
@@ -166,12 +166,12 @@ def programs(draw):
         drop = draw(st.integers(0, len(base)))
         mask = draw(st.lists(st.booleans(), min_size=len(base), max_size=len(base)))
         shapes.append(tuple(1 if m else d for d, m in zip(base, mask))[drop:])
-    steps = draw(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 99),
+    steps = draw(st.lists(st.tuples(st.sampled_from(ops), st.integers(0, 99),
                                     st.integers(0, 99), st.integers(0, 99)),
                           min_size=1, max_size=16))
     outputs = draw(st.integers(0, 2 ** 16))
     seed = draw(st.integers(0, 2 ** 31))
-    dtype = draw(st.sampled_from([np.float32, np.float32, np.float64]))
+    dtype = draw(st.sampled_from(list(dtypes)))
     return shapes, steps, outputs, seed, dtype
 
 
@@ -180,8 +180,9 @@ def _inputs(shapes, dtype, seed):
     return [(rng.standard_normal(s) * 1.5).astype(dtype) for s in shapes]
 
 
-def _run(program, device, arrays, *, grad: bool):
-    """Run a program; returns (outputs as numpy arrays, input gradients or None)."""
+def _run(program, device, arrays, *, grad: bool, loss_dtype=lazyt.float64, apply=_apply):
+    """Run a program; returns (outputs as numpy arrays, input gradients or None). The loss is
+    summed in `loss_dtype` (float32 on devices without float64); `apply` runs one step."""
     shapes, steps, out_mask, seed, _ = program
     rng = np.random.default_rng(seed + 1)
     env = [lazyt.tensor(a, device=device) for a in arrays]
@@ -207,7 +208,7 @@ def _run(program, device, arrays, *, grad: bool):
             outputs[f"read{k}"] = x.numpy().copy()
             out = x
         else:
-            out = _apply(name, x, y, c, rng)
+            out = apply(name, x, y, c, rng)
         env.append(out)
         del x, y, out
         for slot in (i, j):
@@ -223,7 +224,7 @@ def _run(program, device, arrays, *, grad: bool):
             if isinstance(t, lazyt.Tensor) and t.dtype.is_float and t.is_tracked:
                 w = lazyt.tensor(np.linspace(-1, 1, max(t.numel(), 1))[:t.numel()]
                                  .reshape(t.shape), dtype=t.dtype, device=device)
-                term = (t * w).sum().double()
+                term = (t * w).sum().to(loss_dtype)
                 loss = term if loss is None else loss + term
         if loss is not None:
             g = loss.backward()
@@ -241,7 +242,10 @@ def _same(got: dict, want: dict, what: str):
         np.testing.assert_array_equal(g, w, err_msg=f"{what} value {k}")
 
 
-def check_program(program, *, grad: bool, fused=None, ref=None):
+def check_program(program, *, grad: bool, fused=None, ref=None, same=_same,
+                  loss_dtype=lazyt.float64, apply=_apply):
+    """Run `program` on `fused` and `ref` (twice, other inputs) and compare values and input
+    gradients with `same` (bitwise by default)."""
     shapes, _, _, seed, dtype = program
     if fused is None:
         fused, ref = (FUSED_AD, REFERENCE_AD) if grad else (FUSED, REFERENCE)
@@ -249,15 +253,17 @@ def check_program(program, *, grad: bool, fused=None, ref=None):
     for run, s in enumerate((seed, seed + 7)):  # the second run hits the plan cache
         arrays = _inputs(shapes, dtype, s)
         with np.errstate(all="ignore"):
-            want, want_g = _run(program, ref, arrays, grad=grad)
-            got, got_g = _run(program, fused, arrays, grad=grad)
-        _same(got, want, f"run {run}")
+            want, want_g = _run(program, ref, arrays, grad=grad, loss_dtype=loss_dtype,
+                                apply=apply)
+            got, got_g = _run(program, fused, arrays, grad=grad, loss_dtype=loss_dtype,
+                              apply=apply)
+        same(got, want, f"run {run}")
         if grad:
             assert (got_g is None) == (want_g is None)
             for k, (g, w) in enumerate(zip(got_g or [], want_g or [])):
                 assert (g is None) == (w is None), f"grad {k}"
                 if g is not None:
-                    np.testing.assert_array_equal(g, w, err_msg=f"run {run} grad of input {k}")
+                    same({k: g}, {k: w}, f"run {run} grad of input")
 
 
 FAST = settings(max_examples=600, deadline=None, derandomize=True,

@@ -623,7 +623,8 @@ def fused_kernel(block, vec4: bool = False, splat: tuple = ()) -> str:
     n_in, n_out = len(in_t), len(out_t)
     used = {r.index for ins in block.instrs for r in ins.operands if r.kind == "in"}
     program = _program(block)
-    L = [enable_f16(*in_t, *out_t)]
+    # an intermediate value may be f16 too (a cast inside the block)
+    L = [enable_f16(*in_t, *out_t, *(wgsl_type(ins.dtype) for ins in block.instrs))]
     for k, t in enumerate(in_t):
         elem = f"vec4<{t.storage}>" if vec4 and not splat[k] else t.storage
         L.append(f"@group(0) @binding({k}) var<storage, read> in{k}: array<{elem}>;")
