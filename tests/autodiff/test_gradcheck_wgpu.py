@@ -80,9 +80,9 @@ def test_wgpu_gradients_match_cpu_float64(wgpu_ad_device, rng):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-def test_wgpu_fused_f16_intermediate():
+def test_wgpu_fused_f16_intermediate(wgpu_ad_device):
     """A cast to float16 inside a fused block (the kernel must enable f16)."""
-    dev = lazyt.device("wgpu")
+    dev = wgpu_ad_device
     x = lazyt.tensor(np.linspace(-1, 1, 6).astype(np.float32), device=dev)
     got = (x.half() * 3).float().numpy()
     want = (np.linspace(-1, 1, 6).astype(np.float16) * np.float16(3)).astype(np.float32)
