@@ -96,6 +96,24 @@ def _check_index(op: str, index: np.ndarray, size: int, dim: int) -> None:
                                    f"{size}")
 
 
+_BITS = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+
+
+def where_into(cond, lhs, rhs, out: np.ndarray) -> np.ndarray:
+    """`out[...] = where(cond, lhs, rhs)` (broadcasting; scalars in out's dtype) on the bit
+    patterns: `((lhs ^ rhs) * cond) ^ rhs`. Branch-free, so several times faster than
+    `np.where` or a masked copy on unpredictable masks, and exact for every value (NaN too).
+    `out` must not overlap `lhs` or `rhs`."""
+    bits = _BITS[out.dtype.itemsize]
+    o = out.view(bits)
+    a = np.asarray(lhs, out.dtype).view(bits)
+    b = np.asarray(rhs, out.dtype).view(bits)
+    np.bitwise_xor(a, b, out=o)
+    np.multiply(o, cond, out=o, casting="unsafe")
+    np.bitwise_xor(o, b, out=o)
+    return out
+
+
 def _as_array(x) -> np.ndarray:
     # numpy returns scalars for 0-d results; primitives are always arrays
     return x if type(x) is np.ndarray else np.asarray(x)
@@ -136,8 +154,10 @@ class NumpyBackend(Backend):
     def where(self, cond, lhs, rhs):
         dtype = lhs.dtype if isinstance(lhs, np.ndarray) else rhs.dtype \
             if isinstance(rhs, np.ndarray) else None
-        out = np.where(cond, lhs, rhs)
-        return out if dtype is None or out.dtype == dtype else out.astype(dtype)
+        if dtype is None:
+            return np.where(cond, lhs, rhs)
+        shape = np.broadcast_shapes(np.shape(cond), np.shape(lhs), np.shape(rhs))
+        return where_into(cond, lhs, rhs, np.empty(shape, dtype))
 
     def cast(self, x, dtype: DType):
         return x.astype(dtype.np)

@@ -18,7 +18,7 @@ import numpy as np
 from ..ops import BinaryOp, UnaryOp
 from ..shape import numel
 from .fused import FusedBlock, debug_level
-from .numpy import BINARY, UNARY
+from .numpy import BINARY, UNARY, where_into
 
 #: Bytes of one register tile: 64K float32 elements; a few registers fit the L2 cache.
 TILE_BYTES = 256 * 1024
@@ -50,6 +50,7 @@ _CONST_SCALAR_OPS = frozenset({B.MAXIMUM, B.MINIMUM})
 _NAMESPACE = {name: getattr(np, name) for name in
               set(_UNARY_UFUNC.values()) | set(_BINARY_UFUNC.values()) |
               {"multiply", "tanh", "add", "sqrt", "true_divide", "maximum", "copyto"}}
+_NAMESPACE["where_into"] = where_into
 _NAMESPACE["UNARY"] = UNARY
 _NAMESPACE["BINARY"] = BINARY
 _NAMESPACE["UnaryOp"], _NAMESPACE["BinaryOp"] = UnaryOp, BinaryOp
@@ -174,7 +175,7 @@ def compile_block(block: FusedBlock) -> _Program:
                 body = [f"copyto({o}, BINARY[{ins.op}]({a}, {b}), casting='unsafe')"]
         elif ins.kind == "where":
             c, a, b = args
-            body = [f"copyto({o}, {b})", f"copyto({o}, {a}, where={c})"]
+            body = [f"where_into({c}, {a}, {b}, {o})"]
         elif ins.kind == "cast":
             body = [f"copyto({o}, {args[0]}, casting='unsafe')"]
         elif ins.kind == "full":
