@@ -13,6 +13,7 @@ from .device import Device, device, get_default_device, set_default_device
 from .dispatch import Dispatch, DispatchTensor
 from .dtype import DType, bool_, float16, float32, float64, int32, int64
 from .errors import (DeviceError, DTypeError, FusionError, GradError, IndexOutOfRangeError,
+                     InvalidArgumentError,
                      KernelCompileError, KernelLanguageError, LazytError,
                      MetadataMismatchError, MissingImplError, ShapeError)
 from .functional import *  # noqa: F401,F403
@@ -39,7 +40,7 @@ __all__ = [
     "from_numpy", "full", "full_like", "get_default_device", "int32", "int64", "manual_seed",
     "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like",
     "set_default_device", "sync", "tensor", "zeros", "zeros_like", "LazytError", "ShapeError",
-    "DTypeError", "DeviceError", "IndexOutOfRangeError", "MissingImplError", "GradError",
+    "DTypeError", "DeviceError", "IndexOutOfRangeError", "InvalidArgumentError", "MissingImplError", "GradError",
     "FusionError", "MetadataMismatchError", "KernelLanguageError", "KernelCompileError",
     "Gradients", "is_grad_enabled", "no_grad", "fusion", "kernels", "nn", "optim",
 ] + list(_functional_all)

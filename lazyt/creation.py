@@ -7,7 +7,7 @@ from . import dtype as dt
 from .device import resolve
 from .dispatch import Dispatch
 from .dtype import DType
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError, InvalidArgumentError, ShapeError
 from .tensor import Tensor, _shape_args
 
 # Small integer types numpy may hand us, and where lazyt stores them.
@@ -106,7 +106,10 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
     if stop is None:
         start, stop = 0, start
     if step == 0:
-        raise ShapeError("arange: step must be nonzero")
+        raise InvalidArgumentError("arange: step must be nonzero")
+    if not all(np.isfinite(v) for v in (start, stop, step)):
+        raise InvalidArgumentError(f"arange: bounds and step must be finite, got "
+                                   f"({start}, {stop}, {step})")
     is_float = any(dt.scalar_kind(v) == "float" for v in (start, stop, step))
     d = _dtype_or(dtype, dt.DEFAULT_FLOAT if is_float else dt.DEFAULT_INT)
     arr = np.arange(start, stop, step, dtype=np.float64 if is_float else np.int64)
@@ -114,6 +117,8 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
 
 
 def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
+    if n < 0 or (m is not None and m < 0):
+        raise ShapeError(f"eye: sizes must be non-negative, got n={n}, m={m}")
     arr = np.eye(n, m, dtype=_dtype_or(dtype, dt.DEFAULT_FLOAT).np)
     return Dispatch.from_numpy(arr, resolve(device), Tensor)
 

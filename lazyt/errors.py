@@ -13,6 +13,10 @@ class ShapeError(LazytError, ValueError):
     """Shapes that do not fit the op (broadcasting, matmul contraction, reshape size, ...)."""
 
 
+class InvalidArgumentError(LazytError, ValueError):
+    """An argument value the op does not accept (a zero slice step, an unknown mode, ...)."""
+
+
 class DTypeError(LazytError, TypeError):
     """A dtype the op or the device does not support, or a value that does not fit it."""
 

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import operator
 from typing import Sequence
 
 import numpy as np
@@ -11,7 +12,7 @@ from . import shape as sh
 from .device import device as _device
 from .dispatch import Dispatch, DispatchTensor, common_device
 from .dtype import DType
-from .errors import DTypeError, IndexOutOfRangeError, ShapeError
+from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 from .ops import FLOAT_UNARY, BinaryOp, ReduceOp, UnaryOp
 
 _B = BinaryOp
@@ -20,13 +21,13 @@ _LOGICAL = frozenset({_B.AND, _B.OR})
 
 
 def _shape_args(args) -> tuple:
-    """`f(2, 3)` and `f((2, 3))` both mean shape (2, 3)."""
+    """`f(2, 3)` and `f((2, 3))` both mean shape (2, 3); sizes must be integers."""
     if len(args) == 1 and isinstance(args[0], (tuple, list)):
         args = args[0]
     try:
-        return tuple(int(a) for a in args)
+        return tuple(operator.index(a) for a in args)
     except TypeError:
-        raise ShapeError(f"expected a shape of ints, got {args!r}") from None
+        raise DTypeError(f"expected a shape of ints, got {args!r}") from None
 
 
 class Tensor(DispatchTensor):
@@ -406,7 +407,7 @@ class Tensor(DispatchTensor):
 
     def gelu(self, approximate: str = "none"):
         if approximate not in ("none", "tanh"):
-            raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+            raise InvalidArgumentError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
         return Dispatch.helper("gelu", _floating(self), approximate)
 
     def silu(self):
@@ -419,11 +420,13 @@ class Tensor(DispatchTensor):
         return _along_dim("log_softmax", _floating(self), dim)
 
     def clamp(self, min=None, max=None):
+        """Limit values to [min, max]. At a bound the gradient flows to self (as in torch),
+        which maximum/minimum, splitting ties, would not do; NaN stays NaN."""
         out = self
         if min is not None:
-            out = _binary(_B.MAXIMUM, out, min)
+            out = where(_binary(_B.LT, out, min), min, out)
         if max is not None:
-            out = _binary(_B.MINIMUM, out, max)
+            out = where(_binary(_B.GT, out, max), max, out)
         return out
 
     clip = clamp
@@ -475,9 +478,11 @@ class Tensor(DispatchTensor):
         x = self
         shape = x.shape
         if dim is None:
-            x, d, keepdim = x.reshape(-1), 0, False
-        else:
-            d = sh.normalize_dim(name, dim, x.ndim)
+            if x.numel() == 0:
+                raise ShapeError(f"{name}: cannot reduce a zero-size dim of shape {shape}")
+            out = Dispatch.reduce(op, x.reshape(-1), (0,), False)
+            return out.reshape((1,) * len(shape)) if keepdim else out
+        d = sh.normalize_dim(name, dim, x.ndim)
         if x.ndim == 0:
             return Dispatch.reduce(op, x.reshape(1), (0,), False)
         if x.shape[d] == 0:
@@ -497,6 +502,8 @@ class Tensor(DispatchTensor):
         if correction is None:
             correction = 1 if unbiased is None or unbiased else 0
         x = _floating(self)
+        if x.dtype is dt.float16:  # squared deviations overflow float16: accumulate wider
+            return x.to(dt.float32).var(dim, keepdim, correction=correction).to(dt.float16)
         dims = sh.normalize_dims("var", dim, x.ndim)
         return Dispatch.helper("var", x, dims, keepdim, correction)
 
@@ -568,6 +575,10 @@ class Tensor(DispatchTensor):
 
     def squeeze(self, dim=None):
         s = self.shape
+        if not s:  # a 0-d tensor squeezes to itself (dim 0 / -1 accepted)
+            for d in (() if dim is None else (dim,) if isinstance(dim, int) else dim):
+                sh.normalize_dim("squeeze", d, 0)
+            return self
         if dim is None:
             dims = {i for i, d in enumerate(s) if d == 1}
         else:
@@ -584,12 +595,14 @@ class Tensor(DispatchTensor):
     def chunk(self, chunks: int, dim: int = 0):
         if not isinstance(chunks, int) or chunks <= 0:
             raise ShapeError(f"chunk: chunks must be a positive int, got {chunks!r}")
+        _rank1("chunk", self)
         d = sh.normalize_dim("chunk", dim, self.ndim)
         n = self.shape[d]
         size = max(1, math.ceil(n / chunks))
         return self.split(size, d)
 
     def split(self, split_size_or_sections, dim: int = 0):
+        _rank1("split", self)
         d = sh.normalize_dim("split", dim, self.ndim)
         n = self.shape[d]
         if isinstance(split_size_or_sections, int):
@@ -676,6 +689,8 @@ def _floating(x: Tensor) -> Tensor:
 def _along_dim(helper: str, x: Tensor, dim: int) -> Tensor:
     """A helper working along one dim; a 0-d tensor is treated as one element along it."""
     d = sh.normalize_dim(helper, dim, x.ndim)
+    if x.numel() == 0:
+        return x  # nothing to normalize: an empty result of the same shape
     if x.ndim == 0:
         return Dispatch.reshape(Dispatch.helper(helper, Dispatch.reshape(x, (1,)), 0), ())
     return Dispatch.helper(helper, x, d)
@@ -735,8 +750,20 @@ def _binary(op: BinaryOp, a, b) -> Tensor:
         if d is dt.bool_:
             s = bool(s)
         elif not d.is_float:
-            s = int(s)
+            s = _int_scalar(op, s, d, t_first)
     return Dispatch.binary(op, t, s) if t_first else Dispatch.binary(op, s, t)
+
+
+def _int_scalar(op: BinaryOp, s, d: DType, tensor_first: bool) -> int:
+    """A Python integer operand of an integer op, checked against the tensor's dtype."""
+    s = int(s)
+    info = np.iinfo(d.np)
+    if not info.min <= s <= info.max:
+        raise DTypeError(f"{op.value}: the scalar {s} does not fit the tensor's dtype {d.name}")
+    if op is _B.POW and tensor_first and s < 0:
+        raise DTypeError(f"pow: an integer tensor ({d.name}) to a negative integer power; "
+                         "cast to float first")
+    return s
 
 
 def _logical(op: BinaryOp, a: Tensor, b) -> Tensor:
@@ -879,7 +906,13 @@ def _index_tensor(op: str, index, like: Tensor) -> Tensor:
     return idx if idx.dtype is dt.int64 else idx.to(dt.int64)
 
 
+def _rank1(op: str, x: Tensor) -> None:
+    if x.ndim == 0:
+        raise ShapeError(f"{op}: needs a tensor of rank >= 1, got a 0-d tensor")
+
+
 def index_select(x: Tensor, dim: int, index) -> Tensor:
+    _rank1("index_select", x)
     d = sh.normalize_dim("index_select", dim, x.ndim)
     idx = _index_tensor("index_select", index, x)
     if idx.ndim > 1:
@@ -890,6 +923,7 @@ def index_select(x: Tensor, dim: int, index) -> Tensor:
 
 
 def gather(x: Tensor, dim: int, index) -> Tensor:
+    _rank1("gather", x)
     d = sh.normalize_dim("gather", dim, x.ndim)
     idx = _index_tensor("gather", index, x)
     sh.gather("gather", x.shape, d, idx.shape)
@@ -897,6 +931,7 @@ def gather(x: Tensor, dim: int, index) -> Tensor:
 
 
 def index_add(x: Tensor, dim: int, index, source, *, alpha=1) -> Tensor:
+    _rank1("index_add", x)
     d = sh.normalize_dim("index_add", dim, x.ndim)
     idx = _index_tensor("index_add", index, x)
     if idx.ndim > 1:
@@ -915,6 +950,7 @@ def index_add(x: Tensor, dim: int, index, source, *, alpha=1) -> Tensor:
 
 
 def scatter_add(x: Tensor, dim: int, index, src) -> Tensor:
+    _rank1("scatter_add", x)
     d = sh.normalize_dim("scatter_add", dim, x.ndim)
     idx = _index_tensor("scatter_add", index, x)
     src = _as_tensor(src, x)
@@ -956,9 +992,9 @@ def _getitem(x: Tensor, key) -> Tensor:
             continue
         n = shape[dim]
         if isinstance(k, slice):
+            if k.step == 0:
+                raise InvalidArgumentError("getitem: slice step cannot be zero")
             start, stop, step = k.indices(n)
-            if step == 0:
-                raise ValueError("getitem: slice step cannot be zero")
             length = sh.slice_len(start, stop, step)
             if length == 0:
                 start, stop, step = 0, 0, 1
@@ -975,12 +1011,13 @@ def _getitem(x: Tensor, key) -> Tensor:
             sliced = True
         elif isinstance(k, (Tensor, list, np.ndarray)) and tensor_index is None:
             idx = _index_tensor("getitem", k, x)
+            idx = where(idx < 0, idx + n, idx)  # negative entries count from the end
             tensor_index = (len(out_shape), dim, idx)
             slices.append((0, n, 1))
             out_shape.append(None)
         else:
-            raise TypeError(f"getitem: unsupported index {k!r}; lazyt supports ints, slices, "
-                            "None, Ellipsis and one integer index tensor")
+            raise DTypeError(f"getitem: unsupported index {k!r}; lazyt supports ints, slices, "
+                             "None, Ellipsis and one integer index tensor")
         dim += 1
     out = Dispatch.slice(x, tuple(slices)) if sliced else x
     if tensor_index is not None:

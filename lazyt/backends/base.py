@@ -271,7 +271,5 @@ class Backend:
             n *= shape[d]
         centered = self.binary(BinaryOp.SUB, x, self.reduce(ReduceOp.MEAN, x, dims, True))
         sq = self.reduce(ReduceOp.SUM, self.binary(BinaryOp.MUL, centered, centered), dims, keepdim)
-        denom = n - correction
-        if denom <= 0:
-            return self.binary(BinaryOp.MUL, sq, float("nan"))
-        return self.binary(BinaryOp.DIV, sq, float(denom))
+        # as numpy and torch: a denominator below zero counts as zero (inf, or nan for 0/0)
+        return self.binary(BinaryOp.DIV, sq, float(max(n - correction, 0)))

@@ -72,7 +72,9 @@ UNARY = {
     UnaryOp.RECIPROCAL: _reciprocal, UnaryOp.NOT: np.logical_not,
 }
 
-_DOMAIN_OPS = frozenset({UnaryOp.LOG, UnaryOp.SQRT, UnaryOp.RSQRT, UnaryOp.RECIPROCAL})
+_DOMAIN_OPS = frozenset({UnaryOp.LOG, UnaryOp.SQRT, UnaryOp.RSQRT, UnaryOp.RECIPROCAL,
+                         UnaryOp.SIN, UnaryOp.COS, UnaryOp.EXP})
+_DIVIDING = frozenset({BinaryOp.DIV, BinaryOp.FLOOR_DIV, BinaryOp.MOD, BinaryOp.POW})
 
 BINARY = {
     BinaryOp.ADD: np.add, BinaryOp.SUB: np.subtract, BinaryOp.MUL: np.multiply,
@@ -149,6 +151,9 @@ class NumpyBackend(Backend):
         return _as_array(UNARY[op](x))
 
     def binary(self, op: BinaryOp, lhs, rhs):
+        if op in _DIVIDING:  # x / 0 = inf, 0 ** -1 = inf, as in torch: no warning
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                return _as_array(BINARY[op](lhs, rhs))
         return _as_array(BINARY[op](lhs, rhs))
 
     def where(self, cond, lhs, rhs):

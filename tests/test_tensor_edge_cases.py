@@ -1,0 +1,81 @@
+"""Edge cases checked against numpy/torch semantics: clamp's gradient at its bounds, negative
+index lists, 0-d and zero-size inputs, float16 variance, and bad arguments raising lazyt errors."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import lazyt
+
+CPU = [lazyt.device("cpu"), lazyt.device("cpu", fusion=False)]
+
+
+@pytest.mark.parametrize("dev", CPU, ids=str)
+def test_clamp_gradient_flows_at_the_bounds_like_torch(dev):
+    x = lazyt.tensor([-1.0, -0.5, 0.0, 0.5, 1.0], device=dev).require_grad()
+    g = x.clamp(-0.5, 0.5).sum().backward()
+    np.testing.assert_array_equal(x.grad(g).numpy(), [0, 1, 1, 1, 0])
+    y = lazyt.tensor([float("nan"), 3.0], device=dev)
+    np.testing.assert_array_equal(y.clamp(0, 1).numpy(), [np.nan, 1.0])
+
+
+@pytest.mark.parametrize("dev", CPU, ids=str)
+def test_negative_entries_of_an_index_list_count_from_the_end(dev):
+    a = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    x = lazyt.tensor(a, device=dev)
+    np.testing.assert_array_equal(x[[0, -1]].numpy(), a[[0, -1]])
+    np.testing.assert_array_equal(x[:, [-1]].numpy(), a[:, [-1]])
+    np.testing.assert_array_equal(x[lazyt.tensor([-1], device=dev)].numpy(), a[[-1]])
+
+
+def test_zero_d_and_zero_size_inputs():
+    s = lazyt.tensor(1.5)
+    assert s.squeeze(0).shape == () and s.squeeze().shape == ()
+    for fn in ("softmax", "log_softmax"):
+        assert getattr(lazyt.zeros(0, 3), fn)(0).shape == (0, 3)
+        assert getattr(lazyt.zeros(2, 0), fn)(1).shape == (2, 0)
+    out = lazyt.tensor([[1.0, 5.0, 3.0]]).argmax(keepdim=True)
+    assert out.shape == (1, 1) and out.item() == 1
+    for call in (lambda: s.index_select(0, lazyt.tensor([0])), lambda: s.gather(0, lazyt.tensor(0)),
+                 lambda: s.split(1)):
+        with pytest.raises(lazyt.ShapeError, match="rank >= 1"):
+            call()
+
+
+def test_variance_edge_cases():
+    h = lazyt.tensor(np.arange(100, dtype=np.float16))
+    v = h.var()
+    assert v.dtype is lazyt.float16 and v.item() == pytest.approx(841.5)
+    assert np.isinf(lazyt.tensor([1.0, 2.0]).var(correction=3).item())
+
+
+def test_bad_arguments_raise_lazyt_errors_and_leave_the_runtime_usable():
+    x = lazyt.arange(24.0).reshape(2, 3, 4)
+    cases = [
+        (lambda: lazyt.tensor([1, 2, 3]) ** -1, lazyt.DTypeError, "negative integer power"),
+        (lambda: lazyt.tensor(np.array([1], np.int32)) + 2 ** 40, lazyt.DTypeError, "does not fit"),
+        (lambda: lazyt.zeros(2.5), lazyt.DTypeError, "shape of ints"),
+        (lambda: x.reshape(2.5, -1), lazyt.DTypeError, "shape of ints"),
+        (lambda: x[::0], lazyt.InvalidArgumentError, "step"),
+        (lambda: x[1.0], lazyt.DTypeError, "unsupported index"),
+        (lambda: x.gelu(approximate="foo"), lazyt.InvalidArgumentError, "approximate"),
+        (lambda: lazyt.eye(-1), lazyt.ShapeError, "non-negative"),
+        (lambda: lazyt.arange(0, float("nan")), lazyt.InvalidArgumentError, "finite"),
+    ]
+    for call, error, fragment in cases:
+        with pytest.raises(error, match=fragment):
+            call()
+    assert issubclass(lazyt.InvalidArgumentError, ValueError)
+    assert (x + 1).sum().item() == 300.0
+
+
+def test_division_by_zero_gives_inf_without_warnings():
+    dev = lazyt.device("cpu", fusion=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = (lazyt.tensor([1.0, 0.0, -1.0], device=dev) / 0).numpy()
+        ints = (lazyt.tensor([3, -3], device=dev) // 0).numpy()
+    np.testing.assert_array_equal(out, [np.inf, np.nan, -np.inf])
+    assert ints.tolist() == [0, 0]
