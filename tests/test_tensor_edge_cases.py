@@ -79,3 +79,16 @@ def test_division_by_zero_gives_inf_without_warnings():
         ints = (lazyt.tensor([3, -3], device=dev) // 0).numpy()
     np.testing.assert_array_equal(out, [np.inf, np.nan, -np.inf])
     assert ints.tolist() == [0, 0]
+
+
+def test_erf_without_scipy_matches_math_erf():
+    """The numpy backend's own erf (used where scipy is not installed)."""
+    import math
+
+    from lazyt.backends.numpy import _erf_series_cf
+    x = np.concatenate([np.linspace(-7, 7, 2001), [0.0, 2.4999, 2.5, -2.5, np.inf, -np.inf]])
+    want = np.array([math.erf(v) for v in x])
+    np.testing.assert_allclose(_erf_series_cf(x), want, rtol=0, atol=1e-14)
+    assert np.isnan(_erf_series_cf(np.array([np.nan]))).all()
+    x32 = x.astype(np.float32)
+    assert _erf_series_cf(x32).dtype == np.float32
