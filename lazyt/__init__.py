@@ -4,6 +4,16 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+import os as _os
+import sys as _sys
+
+# OpenBLAS's idle threads spin for 2**28 cycles (~0.1 s) after every BLAS call, and the fused
+# executor's threads then wait for the cores they occupy: on a 16-core host a BERT forward ran
+# 1.9x slower. 2**18 cycles still covers the gap between a model's back-to-back matmuls. The
+# variable is read when numpy loads OpenBLAS, so this only applies when lazyt is imported
+# before numpy; a value set by the user always wins (see README, "Threads").
+if "numpy" not in _sys.modules:
+    _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")
 
 from .backends.base import Backend
 from .creation import (arange, empty, empty_like, eye, from_numpy, full, full_like,

@@ -312,6 +312,16 @@ class Fusion(Backend):
         return self._rec(K.INDEX_ADD, None, (dim,), (x, index, src), _EMPTY, x.shape,
                          x.dtype, user_location(2))
 
+    # ---------------------------------------------------------------- helpers
+    def softmax(self, x: FT, dim: int) -> FT:
+        """One opaque op when the inner backend has its own softmax (numpy's runs row blocks
+        in cache); else the generic helper's primitives, which fuse with their neighbours."""
+        if type(self.inner).softmax is Backend.softmax or type(x) is not FT:
+            return Backend.softmax(self, x, dim)
+        _check_dims("softmax", x.shape, (dim,))
+        return self.custom(f"softmax(dim={dim})", self.inner.softmax, (x,),
+                           ((x.shape, x.dtype),), (dim,), location=user_location(2))[0]
+
     # ---------------------------------------------------------------- custom ops (extensions)
     def custom(self, name: str, fn: Callable, inputs: Sequence[FT], outputs: Sequence,
                scalars: tuple = (), *, location: str | None = None) -> list:

@@ -1,0 +1,184 @@
+"""The numpy backend's fast paths: float32 erf, the row-block softmax, and the reductions,
+copies and batched matmuls split over the thread pool. Each must give what the plain numpy
+computation gives (the same bits where the same ops run in the same order)."""
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import lazyt
+from lazyt.backends.numpy import NumpyBackend, erf_f32_into
+from lazyt.fusion import inspect
+from lazyt.ops import ReduceOp
+
+B = NumpyBackend()
+RNG = np.random.default_rng(7)
+
+
+def _erf64(x):
+    return np.array([math.erf(float(v)) for v in np.ravel(x)]).reshape(np.shape(x))
+
+
+# ------------------------------------------------------------------------------ erf
+def test_erf_float32_is_within_8_ulp_of_the_exact_value():
+    x = np.concatenate([np.linspace(-6, 6, 20001), np.geomspace(1e-30, 3.9, 2000),
+                        -np.geomspace(1e-30, 3.9, 2000)]).astype(np.float32)
+    got = lazyt.tensor(x).erf().numpy()
+    want = _erf64(x)
+    ulp = np.spacing(np.abs(want).astype(np.float32)).astype(np.float64)
+    assert got.dtype == np.float32
+    assert (np.abs(got - want) / ulp).max() <= 8
+    assert np.abs(got).max() <= 1.0  # never past +-1, even where the fit overshoots
+
+
+def test_erf_float32_special_values():
+    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-38, -1e-38, 4.0, -4.0, 50.0],
+                 np.float32)
+    got = lazyt.tensor(x).erf().numpy()
+    np.testing.assert_array_equal(got[[0, 2, 3, 7, 8, 9]], [0.0, 1.0, -1.0, 1.0, -1.0, 1.0])
+    assert np.signbit(got[1]) and not np.signbit(got[0])
+    assert np.isnan(got[4])
+    np.testing.assert_allclose(got[5:7], [1.1283791e-38, -1.1283791e-38], rtol=1e-6)
+
+
+def test_erf_float16_and_float64():
+    x16 = np.linspace(-4, 4, 801).astype(np.float16)
+    np.testing.assert_allclose(lazyt.tensor(x16).erf().numpy(), _erf64(x16), atol=1e-3)
+    assert lazyt.tensor(x16).erf().dtype == lazyt.float16
+    x64 = np.linspace(-5, 5, 1001)
+    np.testing.assert_allclose(lazyt.tensor(x64).erf().numpy(), _erf64(x64), rtol=0,
+                               atol=1e-15)
+
+
+def test_erf_in_place_and_chunking_give_the_same_bits():
+    x = RNG.standard_normal(700_001).astype(np.float32) * 3  # several chunks, ragged end
+    out = np.empty_like(x)
+    erf_f32_into(x, out)
+    same = x.copy()
+    erf_f32_into(same, same)
+    np.testing.assert_array_equal(out, same)
+    strided = np.empty(2 * x.size, np.float32)[::2]
+    strided[...] = x
+    o2 = np.empty_like(x)
+    erf_f32_into(strided, o2)  # the non-contiguous route
+    np.testing.assert_array_equal(out, o2)
+
+
+@pytest.mark.parametrize("n", [1000, 1 << 20])
+def test_gelu_fused_equals_eager_bit_for_bit(n):
+    x = RNG.standard_normal(n).astype(np.float32) * 3
+    fused = lazyt.tensor(x, device=lazyt.device("cpu")).gelu().numpy()
+    eager = lazyt.tensor(x, device=lazyt.device("cpu", fusion=False)).gelu().numpy()
+    np.testing.assert_array_equal(fused, eager)
+    ref = x * 0.5 * (1 + _erf64(x.astype(np.float64) / math.sqrt(2)))
+    # 1 + erf cancels for x < -3 (in torch's float32 gelu too): bounded absolutely
+    np.testing.assert_allclose(fused, ref, rtol=2e-6, atol=1e-6)
+
+
+# ------------------------------------------------------------------------------ softmax
+def _softmax_generic(x, dim):
+    from lazyt.backends.base import Backend
+    return Backend.softmax(B, x, dim)
+
+
+@pytest.mark.parametrize("shape", [(3, 5), (32, 12, 128, 128), (700, 3000)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_softmax_matches_the_generic_helper_bit_for_bit(shape, dtype):
+    x = (RNG.standard_normal(shape) * 4).astype(dtype)
+    np.testing.assert_array_equal(B.softmax(x, x.ndim - 1), _softmax_generic(x, x.ndim - 1))
+
+
+def test_softmax_other_dims_dtypes_and_special_rows():
+    x = RNG.standard_normal((4, 6, 5)).astype(np.float32)
+    np.testing.assert_array_equal(B.softmax(x, 1), _softmax_generic(x, 1))
+    h = x.astype(np.float16)
+    np.testing.assert_array_equal(B.softmax(h, 2), _softmax_generic(h, 2))
+    rows = np.array([[0.0, -np.inf, 1.0], [-np.inf] * 3, [np.nan, 0, 0]], np.float32)
+    got = B.softmax(rows, 1)
+    np.testing.assert_allclose(got[0], [1 / (1 + math.e), 0, math.e / (1 + math.e)],
+                               rtol=1e-6)
+    assert np.isnan(got[1]).all() and np.isnan(got[2]).all()
+    assert B.softmax(np.zeros((0, 4), np.float32), 1).shape == (0, 4)
+
+
+def test_softmax_is_one_opaque_op_on_the_fusion_layer():
+    x = lazyt.tensor(RNG.standard_normal((8, 16)).astype(np.float32))
+    with inspect() as report:
+        y = (x * 2).softmax(-1).numpy()
+    assert any(name.startswith("softmax") for name in report.opaque_ops)
+    assert report.kernels == 2  # the multiply, the softmax
+    np.testing.assert_allclose(y, _softmax_generic(x.numpy() * 2, 1), rtol=1e-6)
+    # the dim is part of the plan: the same shapes with another dim must not reuse it
+    z = (x * 2).reshape(16, 8).softmax(0).numpy()
+    np.testing.assert_allclose(z, _softmax_generic(x.numpy().reshape(16, 8) * 2, 0),
+                               rtol=1e-6)
+
+
+def test_softmax_gradient_still_flows_through_the_primitives():
+    x = lazyt.tensor(RNG.standard_normal((5, 7)), dtype=lazyt.float64).require_grad()
+    w = lazyt.tensor(RNG.standard_normal((5, 7)), dtype=lazyt.float64)
+    grads = (x.softmax(-1) * w).sum().backward()
+    s = _softmax_generic(x.numpy(), 1)
+    want = s * (w.numpy() - (s * w.numpy()).sum(-1, keepdims=True))
+    np.testing.assert_allclose(x.grad(grads).numpy(), want, rtol=1e-10)
+
+
+# ------------------------------------------------------------- reductions, copies, matmul
+@pytest.mark.parametrize("op, fn", [(ReduceOp.SUM, np.sum), (ReduceOp.MEAN, np.mean),
+                                    (ReduceOp.MAX, np.max), (ReduceOp.MIN, np.min),
+                                    (ReduceOp.PROD, np.prod)])
+@pytest.mark.parametrize("dims", [(2,), (1, 2), (1,)])
+@pytest.mark.parametrize("keepdim", [True, False])
+def test_split_reductions_equal_numpy(op, fn, dims, keepdim):
+    x = RNG.standard_normal((32, 64, 600)).astype(np.float32)
+    if op is ReduceOp.PROD:
+        x = 1 + x * 1e-3
+    got = B.reduce(op, x, dims, keepdim)
+    want = fn(x, axis=dims, keepdims=keepdim)
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+
+
+def test_large_copies_and_reshapes_of_strided_arrays():
+    x = RNG.standard_normal((32, 128, 384)).astype(np.float32)
+    heads = x.reshape(32, 128, 12, 32).transpose(0, 2, 1, 3)
+    merged = B.reshape(heads, (32, 12, 128 * 32))
+    np.testing.assert_array_equal(merged, heads.reshape(32, 12, -1))
+    assert merged.flags.c_contiguous
+    c = B.contiguous(heads)
+    np.testing.assert_array_equal(c, heads)
+    assert c.flags.c_contiguous
+    view = B.reshape(x.transpose(1, 0, 2), (128, 32, 12, 32))  # splitting a dim: a view
+    assert np.shares_memory(view, x)
+
+
+@pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-4), (np.float64, 1e-12)])
+def test_split_batched_matmul_equals_numpy(dtype, tol):
+    k = RNG.standard_normal((32, 128, 12, 32)).astype(dtype).transpose(0, 2, 1, 3)
+    q = np.ascontiguousarray(k) * 0.5
+    for rhs in (np.swapaxes(k, -1, -2), np.ascontiguousarray(np.swapaxes(k, -1, -2))):
+        got = B.matmul(q, rhs)
+        np.testing.assert_allclose(got, np.matmul(q, rhs), rtol=tol, atol=tol)
+    ints = RNG.integers(-3, 3, (16, 4, 64, 64))
+    np.testing.assert_array_equal(B.matmul(ints, ints), np.matmul(ints, ints))
+
+
+# ------------------------------------------------------------------------------ threads
+def _env_after_import(first: str, extra_env: dict) -> str:
+    code = (f"import {first}, lazyt, os; "
+            "print(os.environ.get('OPENBLAS_THREAD_TIMEOUT'))")
+    env = {k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"}
+    env.update(extra_env)
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                          text=True, check=True).stdout.strip()
+
+
+def test_importing_lazyt_first_shortens_openblas_spinning_unless_the_user_chose():
+    assert _env_after_import("sys", {}) == "18"
+    assert _env_after_import("sys", {"OPENBLAS_THREAD_TIMEOUT": "25"}) == "25"
+    assert _env_after_import("numpy", {}) == "None"  # too late to matter: left alone
