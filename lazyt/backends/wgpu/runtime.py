@@ -2,7 +2,9 @@
 the device requested on one with the adapter's own limits (not WebGPU's small defaults)."""
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 import threading
 from dataclasses import dataclass
@@ -46,9 +48,11 @@ _ADAPTERS: list | None = None
 
 def _quiet_runtime_dir() -> None:
     # wgpu's Vulkan loader warns on every start when XDG_RUNTIME_DIR is unset; give it a private
-    # directory (the variable is only read, never used for files we care about).
+    # directory (the variable is only read); it is removed when the process exits.
     if not os.environ.get("XDG_RUNTIME_DIR"):
-        os.environ["XDG_RUNTIME_DIR"] = tempfile.mkdtemp(prefix="lazyt-xdg-")
+        path = tempfile.mkdtemp(prefix="lazyt-xdg-")
+        os.environ["XDG_RUNTIME_DIR"] = path
+        atexit.register(shutil.rmtree, path, ignore_errors=True)
 
 
 def adapters() -> list:

@@ -297,3 +297,15 @@ def test_device_timer_measures_recorded_passes(backend, up):
             x = backend.unary(UnaryOp.NEG, x)
         backend.sync()
     assert timer.passes >= 1 and timer.seconds > 0
+
+
+def test_private_runtime_dir_is_removed_when_the_process_exits():
+    import os
+    import subprocess
+    import sys
+    env = {k: v for k, v in os.environ.items() if k != "XDG_RUNTIME_DIR"}
+    code = ("import os, lazyt; from lazyt.backends.wgpu import list_devices; list_devices(); "
+            "p = os.environ['XDG_RUNTIME_DIR']; assert os.path.isdir(p); print(p)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert "lazyt-xdg-" in out and not os.path.exists(out)
