@@ -138,7 +138,11 @@ class Dispatch:
 
     @staticmethod
     def helper(name: str, x, *args):
-        """A named helper of the backend protocol (`softmax`, `gelu`, ...) on one tensor."""
+        """A named helper of the backend protocol (`softmax`, `gelu`, `layer_norm`, ...) on
+        tensor `x`; tensors among `args` (on x's device) are passed as primitives."""
+        if any(isinstance(a, DispatchTensor) for a in args):
+            common_device(name, [x, *(a for a in args if isinstance(a, DispatchTensor))])
+            args = tuple(a.primitive if isinstance(a, DispatchTensor) else a for a in args)
         return _wrap(x, getattr(x.device.backend, name)(x.primitive, *args), x.device)
 
     @staticmethod

@@ -228,6 +228,13 @@ def _plain(x):
     return x.primitive if type(x) is AT else x
 
 
+def _plain_all(v):
+    t = type(v)
+    if t is list or t is tuple:
+        return t(_plain(b) for b in v)
+    return _plain(v)
+
+
 _CORE = frozenset(vars(Autodiff)) | {"index_select", "index_add"}
 
 
@@ -241,7 +248,13 @@ def _delegating_helper(name: str):
         for a in (*args, *kwargs.values()):
             t = type(a)
             if t is AT or ((t is list or t is tuple) and any(type(b) is AT for b in a)):
-                return base(self, *args, **kwargs)
+                if _GRAD_ENABLED.get():
+                    return base(self, *args, **kwargs)
+                # under no_grad nothing is recorded: tracked inputs (parameters) are read
+                # as plain values, and the inner backend's own helper runs
+                args = tuple(_plain_all(v) for v in args)
+                kwargs = {k: _plain_all(v) for k, v in kwargs.items()}
+                break
         return getattr(self.inner, name)(*args, **kwargs)
 
     helper.__name__ = name

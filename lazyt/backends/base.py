@@ -257,6 +257,23 @@ class Backend:
         e = self.unary(UnaryOp.EXP, shifted)
         return self.binary(BinaryOp.DIV, e, self.reduce(ReduceOp.SUM, e, (dim,), True))
 
+    def layer_norm(self, x, n_dims: int, eps: float, weight=None, bias=None):
+        """`(x - mean) / sqrt(var + eps) * weight + bias` over the trailing `n_dims` dims
+        (biased variance, as torch); `weight` and `bias` (optional) have those dims' shape and
+        x's dtype."""
+        nd = len(self.shape_of(x))
+        dims = tuple(range(nd - n_dims, nd))
+        centered = self.binary(BinaryOp.SUB, x, self.reduce(ReduceOp.MEAN, x, dims, True))
+        var = self.reduce(ReduceOp.MEAN, self.binary(BinaryOp.MUL, centered, centered), dims,
+                          True)
+        y = self.binary(BinaryOp.MUL, centered,
+                        self.unary(UnaryOp.RSQRT, self.binary(BinaryOp.ADD, var, eps)))
+        if weight is not None:
+            y = self.binary(BinaryOp.MUL, y, weight)
+        if bias is not None:
+            y = self.binary(BinaryOp.ADD, y, bias)
+        return y
+
     def log_softmax(self, x, dim: int):
         shifted = self.binary(BinaryOp.SUB, x, self.reduce(ReduceOp.MAX, x, (dim,), True))
         lse = self.unary(UnaryOp.LOG, self.reduce(

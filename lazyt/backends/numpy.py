@@ -344,6 +344,41 @@ class NumpyBackend(Backend):
         parallel_for(blocks, rows.shape[0], block)
         return out.reshape(x.shape)
 
+    def layer_norm(self, x, n_dims: int, eps: float, weight=None, bias=None):
+        """float32/float64: the generic helper's ops in the same order (the same bits), row
+        block by row block in cache, blocks spread over the fused executor's threads."""
+        if (x.dtype not in (np.float32, np.float64) or x.size == 0 or n_dims < 1
+                or any(v is not None and v.dtype != x.dtype for v in (weight, bias))):
+            return super().layer_norm(x, n_dims, eps, weight, bias)
+        from .numpy_fused import TILE_BYTES, parallel_for
+        inner = x.shape[x.ndim - n_dims:]
+        n = math.prod(inner)
+        rows = np.ascontiguousarray(x).reshape((-1,) + inner)
+        out = np.empty(rows.shape, x.dtype)
+        axes = tuple(range(1, n_dims + 1))
+        one = x.dtype.type(1)
+
+        def work(lo, hi):
+            r, o = rows[lo:hi], out[lo:hi]
+            np.subtract(r, np.mean(r, axis=axes, keepdims=True), out=o)
+            var = np.mean(o * o, axis=axes, keepdims=True)
+            np.add(var, eps, out=var)
+            np.sqrt(var, out=var)
+            np.multiply(o, np.divide(one, var, out=var), out=o)
+            if weight is not None:
+                np.multiply(o, weight, out=o)
+            if bias is not None:
+                np.add(o, bias, out=o)
+
+        block = max(1, TILE_BYTES // (n * x.itemsize))
+
+        def blocks(lo, hi):
+            for a in range(lo, hi, block):
+                work(a, min(a + block, hi))
+
+        parallel_for(blocks, rows.shape[0], block)
+        return out.reshape(x.shape)
+
     def run_fused(self, block, inputs, scalars):
         """A fused elementwise block without per-op temporaries (see numpy_fused)."""
         run = _RUN_BLOCK[0]

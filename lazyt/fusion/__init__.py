@@ -1,6 +1,6 @@
 """The Fusion layer: lazy recording, drain on read, fused elementwise blocks, a plan cache.
 
-`Fusion(inner)` is the layer, a `Backend` over any backend (see ../shared/DESIGN.md section 3):
+`Fusion(inner)` is the layer, a `Backend` over any backend (the layer contract of the design):
 every op returns a `FusionTensor` at once and is run when a value is read (`numpy()`, `item()`,
 printing), on `lazyt.sync()`, or when `max_ops` ops are pending. Connected elementwise ops run
 as one fused block through `inner.run_fused`; everything else through the inner primitives.

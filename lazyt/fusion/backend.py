@@ -322,6 +322,30 @@ class Fusion(Backend):
         return self.custom(f"softmax(dim={dim})", self.inner.softmax, (x,),
                            ((x.shape, x.dtype),), (dim,), location=user_location(2))[0]
 
+    def layer_norm(self, x: FT, n_dims: int, eps: float, weight=None, bias=None) -> FT:
+        """One opaque op when the inner backend has its own layer_norm, as softmax."""
+        tensors = [t for t in (weight, bias) if t is not None]
+        if (type(self.inner).layer_norm is Backend.layer_norm or type(x) is not FT
+                or any(type(t) is not FT for t in tensors)):
+            return Backend.layer_norm(self, x, n_dims, eps, weight, bias)
+        inner_shape = x.shape[len(x.shape) - n_dims:]
+        if not 1 <= n_dims <= len(x.shape):
+            raise ShapeError(f"layer_norm: cannot normalize {n_dims} trailing dims of shape "
+                             f"{x.shape}")
+        for name, t in (("weight", weight), ("bias", bias)):
+            if t is not None:
+                if t.shape != inner_shape:
+                    raise ShapeError(f"layer_norm: {name} of shape {t.shape} should be "
+                                     f"{inner_shape} for input {x.shape}")
+                _same_dtype("layer_norm", x, t)
+        fns = self.__dict__.get("_layer_norm_fns")
+        if fns is None:
+            fns = self.__dict__["_layer_norm_fns"] = _layer_norm_fns(self.inner)
+        fn = fns[(weight is not None, bias is not None)]
+        return self.custom(f"layer_norm(n_dims={n_dims})", fn, (x, *tensors),
+                           ((x.shape, x.dtype),), (n_dims, float(eps)),
+                           location=user_location(2))[0]
+
     # ---------------------------------------------------------------- custom ops (extensions)
     def custom(self, name: str, fn: Callable, inputs: Sequence[FT], outputs: Sequence,
                scalars: tuple = (), *, location: str | None = None) -> list:
@@ -442,3 +466,15 @@ class Fusion(Backend):
     def pending(self) -> int:
         """Number of recorded ops not run yet."""
         return len(self.stream.ops)
+
+
+
+def _layer_norm_fns(inner: Backend) -> dict:
+    """(has weight, has bias) -> the custom-op function calling `inner.layer_norm` (made once
+    per layer: the same functions keep plans shareable)."""
+    return {
+        (True, True): lambda x, w, b, n, eps: inner.layer_norm(x, n, eps, w, b),
+        (True, False): lambda x, w, n, eps: inner.layer_norm(x, n, eps, w, None),
+        (False, True): lambda x, b, n, eps: inner.layer_norm(x, n, eps, None, b),
+        (False, False): lambda x, n, eps: inner.layer_norm(x, n, eps, None, None),
+    }

@@ -8,6 +8,7 @@ from __future__ import annotations
 from .. import creation
 from .. import dtype as dt
 from ..errors import ShapeError
+from ..dispatch import Dispatch
 from ..tensor import Tensor
 from .module import Module
 from .parameter import Parameter
@@ -52,13 +53,9 @@ class LayerNorm(Module):
     def forward(self, x: Tensor) -> Tensor:
         dims = _check("LayerNorm", x, self.normalized_shape)
         h = x.to(_compute_dtype(x))
-        centered = h - h.mean(dims, keepdim=True)
-        var = (centered * centered).mean(dims, keepdim=True)
-        y = centered * (var + self.eps).rsqrt()
-        if self.weight is not None:
-            y = y * self.weight.to(h.dtype)
-        if self.bias is not None:
-            y = y + self.bias.to(h.dtype)
+        w = None if self.weight is None else self.weight.to(h.dtype)
+        b = None if self.bias is None else self.bias.to(h.dtype)
+        y = Dispatch.helper("layer_norm", h, len(dims), float(self.eps), w, b)
         return y.to(x.dtype)
 
     def extra_repr(self) -> str:

@@ -182,3 +182,54 @@ def test_importing_lazyt_first_shortens_openblas_spinning_unless_the_user_chose(
     assert _env_after_import("sys", {}) == "18"
     assert _env_after_import("sys", {"OPENBLAS_THREAD_TIMEOUT": "25"}) == "25"
     assert _env_after_import("numpy", {}) == "None"  # too late to matter: left alone
+
+
+# ------------------------------------------------------------------------------ layer_norm
+def _layer_norm_generic(x, n_dims, eps, w=None, b=None):
+    from lazyt.backends.base import Backend
+    return Backend.layer_norm(B, x, n_dims, eps, w, b)
+
+
+@pytest.mark.parametrize("shape, n_dims", [((3, 5), 1), ((32, 128, 384), 1), ((6, 4, 10), 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("affine", [(True, True), (True, False), (False, True), (False, False)])
+def test_layer_norm_matches_the_generic_helper_bit_for_bit(shape, n_dims, dtype, affine):
+    x = (RNG.standard_normal(shape) * 3 + 1).astype(dtype)
+    inner = shape[len(shape) - n_dims:]
+    w = RNG.standard_normal(inner).astype(dtype) if affine[0] else None
+    b = RNG.standard_normal(inner).astype(dtype) if affine[1] else None
+    np.testing.assert_array_equal(B.layer_norm(x, n_dims, 1e-5, w, b),
+                                  _layer_norm_generic(x, n_dims, 1e-5, w, b))
+
+
+def test_layer_norm_module_is_one_op_without_grad_and_primitives_with():
+    from lazyt import nn
+    ln = nn.LayerNorm(16)
+    ln.weight = nn.Parameter(lazyt.tensor(RNG.standard_normal(16).astype(np.float32)))
+    x = lazyt.tensor(RNG.standard_normal((4, 8, 16)).astype(np.float32))
+    with lazyt.no_grad(), inspect() as report:
+        y = ln(x).numpy()
+    assert report.opaque_ops == ["layer_norm(n_dims=1)"]
+    assert all(b.ops == ("full",) for b in report.blocks)  # only the lazily created bias
+    with inspect() as report:  # the weight is tracked: recorded as primitives
+        y2 = ln(x).numpy()
+    assert "layer_norm(n_dims=1)" not in report.opaque_ops and report.blocks
+    np.testing.assert_array_equal(y, y2)
+    xn = x.numpy()
+    m = xn.mean(-1, keepdims=True)
+    want = (xn - m) / np.sqrt(((xn - m) ** 2).mean(-1, keepdims=True) + 1e-5) * ln.weight.numpy()
+    np.testing.assert_allclose(y, want, rtol=1e-5, atol=1e-6)
+
+
+def test_layer_norm_on_the_fusion_layer_checks_its_arguments():
+    from lazyt.fusion import Fusion
+    F = Fusion(NumpyBackend())
+    x = F.from_numpy(np.ones((2, 3), np.float32))
+    with pytest.raises(lazyt.ShapeError, match="weight of shape"):
+        F.layer_norm(x, 1, 1e-5, F.from_numpy(np.ones(4, np.float32)), None)
+    with pytest.raises(lazyt.ShapeError, match="trailing dims"):
+        F.layer_norm(x, 3, 1e-5)
+    with pytest.raises(lazyt.DTypeError):
+        F.layer_norm(x, 1, 1e-5, F.from_numpy(np.ones(3, np.float64)), None)
+    y = F.layer_norm(x, 1, 1e-5, None, F.from_numpy(np.full(3, 2, np.float32)))
+    np.testing.assert_array_equal(F.to_numpy(y), np.full((2, 3), 2, np.float32))
