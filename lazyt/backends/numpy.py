@@ -259,7 +259,8 @@ class NumpyBackend(Backend):
             m, k = lhs.shape[-2:]
             macs = m * k * rhs.shape[-1]  # of one matrix product
             item = macs * (lhs.size // (lhs.shape[0] * m * k))  # of one row of axis 0
-            if macs <= _SMALL_GEMM and item * lhs.shape[0] >= _SPLIT_BATCH_MIN:
+            if (macs <= _SMALL_GEMM and item * lhs.shape[0] >= _SPLIT_BATCH_MIN
+                    and _pool_threads() >= _SPLIT_MIN_THREADS):
                 # numpy runs a stack of small GEMMs one by one (and slowly on strided views,
                 # such as k.mT in attention); split axis 0 over the thread pool, each slice
                 # made contiguous first
@@ -424,4 +425,12 @@ def _copy(x: np.ndarray) -> np.ndarray:
 _SMALL_GEMM = 1 << 22
 _SPLIT_BATCH_MIN = 1 << 22
 #: Multiply-adds per thread-pool piece of a split batched matmul.
-_GEMM_GRAIN = 1 << 21  # numpy_fused imports this module, so it is imported on first use
+_GEMM_GRAIN = 1 << 21
+#: ... and only with this many pool threads: on 2 cores BLAS already spreads each small GEMM
+#: over both, and splitting made a BERT forward 1.2x slower.
+_SPLIT_MIN_THREADS = 4
+
+
+def _pool_threads() -> int:
+    from .numpy_fused import _threads
+    return _threads()  # numpy_fused imports this module, so it is imported on first use

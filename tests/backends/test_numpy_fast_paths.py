@@ -158,7 +158,8 @@ def test_large_copies_and_reshapes_of_strided_arrays():
 
 
 @pytest.mark.parametrize("dtype, tol", [(np.float32, 1e-4), (np.float64, 1e-12)])
-def test_split_batched_matmul_equals_numpy(dtype, tol):
+def test_split_batched_matmul_equals_numpy(dtype, tol, monkeypatch):
+    monkeypatch.setenv("LAZYT_NUM_THREADS", "4")  # splitting needs 4 pool threads
     k = RNG.standard_normal((32, 128, 12, 32)).astype(dtype).transpose(0, 2, 1, 3)
     q = np.ascontiguousarray(k) * 0.5
     for rhs in (np.swapaxes(k, -1, -2), np.ascontiguousarray(np.swapaxes(k, -1, -2))):
