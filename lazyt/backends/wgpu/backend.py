@@ -68,6 +68,10 @@ def _broadcast_strides(x: CubeTensor, shape: tuple) -> list[int]:
                          for s, t, st in zip(x.shape, shape[lead:], x.strides)]
 
 
+
+#: Invocations per workgroup of the row kernels (softmax, layer_norm): rows are often short.
+ROW_WG = 128
+
 class WgpuBackend(CubeBackend):
     """The wgpu base backend of `lazyt.device("wgpu:N")`."""
 
@@ -286,6 +290,38 @@ class WgpuBackend(CubeBackend):
                      getattr(x, "offset", 0), divisor, *kshape, *kstrides, *rshape, *rstrides])
         count = self.groups(n_out * splits) if rows else self.groups_for(n_out)
         self.client.launch(p, count, [x, out, info])
+
+    # ------------------------------------------------------------------ row helpers
+    def softmax(self, x: CubeTensor, dim: int) -> CubeTensor:
+        """float32 along the last dim: one kernel, a workgroup per row (rows.wgsl); other
+        cases use the generic helper's primitives."""
+        if x.dtype is not dt.float32 or dim != x.ndim - 1 or x.num_elements == 0:
+            return super().softmax(x, dim)
+        return self._rows("softmax_rows", x, 1, 0.0, None, None)
+
+    def layer_norm(self, x: CubeTensor, n_dims: int, eps: float, weight=None, bias=None):
+        """float32: one kernel, a workgroup per row of the trailing `n_dims` dims."""
+        if (x.dtype is not dt.float32 or x.num_elements == 0 or not 1 <= n_dims <= x.ndim
+                or any(t is not None and t.dtype is not dt.float32 for t in (weight, bias))):
+            return super().layer_norm(x, n_dims, eps, weight, bias)
+        return self._rows("layer_norm_rows", x, n_dims, eps, weight, bias)
+
+    def _rows(self, entry: str, x: CubeTensor, n_dims: int, eps: float, weight, bias):
+        x = self.contiguous(x)
+        n = math.prod(x.shape[x.ndim - n_dims:])
+        rows = x.num_elements // n
+        weight = None if weight is None else self.contiguous(weight)
+        bias = None if bias is None else self.contiguous(bias)
+        out = self.alloc(entry, x.shape, x.dtype)
+        p = self._template("rows.wgsl", {}, entry, wg=ROW_WG)
+        eps_bits = int(np.array(eps, np.float32).view(np.uint32))
+        info = _u32([rows, n, x.offset, weight is not None, bias is not None, eps_bits,
+                     0 if weight is None else weight.offset,
+                     0 if bias is None else bias.offset])
+        self.client.launch(p, self.groups(rows),
+                           [x, out, x if weight is None else weight,
+                            x if bias is None else bias, info])
+        return out
 
     # ------------------------------------------------------------------ matmul
     def matmul(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
