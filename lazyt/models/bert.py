@@ -79,9 +79,10 @@ def extended_attention_mask(attention_mask: Tensor, dtype=dt.float32) -> Tensor:
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attention_mask=None,
                                  dropout: nn.Module | None = None) -> Tensor:
     """softmax(q k^T / sqrt(d) + mask) v on [batch, heads, seq, head_dim] tensors (shared by
-    `BertSelfAttention` and kernels that compute q, k, v another way). The scale is applied
-    to q (seq x head_dim elements) rather than to the scores (seq x seq)."""
-    scores = (q * (1.0 / math.sqrt(q.shape[-1]))).matmul(k.mT)
+    `BertSelfAttention` and kernels that compute q, k, v another way). The scale multiplies
+    the scores, as in the reference implementation: it fuses with the mask's add into one
+    pass, where scaling q would cost a pass of its own."""
+    scores = q.matmul(k.mT) * (1.0 / math.sqrt(q.shape[-1]))
     if attention_mask is not None:
         scores = scores + attention_mask
     probs = scores.softmax(-1)
