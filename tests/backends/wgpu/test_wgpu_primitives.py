@@ -237,6 +237,23 @@ def test_matmul_transposed_views_and_empty(backend, up, down, close, rng):
           np.zeros((0, 4), np.float32))
 
 
+@pytest.mark.parametrize("vec4", [True, False])
+def test_matmul_small_grid_config(backend, up, down, close, rng, monkeypatch, vec4):
+    """GPUs use half-width tiles when the product makes few big tiles (a software adapter
+    has no second config: it is forced here so the kernel runs in CI)."""
+    from lazyt.backends.wgpu import codegen as cg
+    monkeypatch.setattr(backend, "matmul_config",
+                        cg.MatmulConfig(bm=128, bn=128, bk=8, tm=8, tn=8, prefetch=False))
+    monkeypatch.setattr(backend, "matmul_config_small",
+                        cg.MatmulConfig(bm=128, bn=64, bk=8, tm=8, tn=4))
+    a = rng.standard_normal((2, 136, 40)).astype(np.float32)
+    b = rng.standard_normal((2, 40, 72 if vec4 else 70)).astype(np.float32)
+    close(down(backend.matmul(up(a), up(b))), a @ b, rtol=1e-4, atol=1e-4)
+    w = rng.standard_normal((72, 40)).astype(np.float32)  # a transposed weight (scalar path)
+    close(down(backend.matmul(up(a), backend.permute(up(w), (1, 0)))), a @ w.T, rtol=1e-4,
+          atol=1e-4)
+
+
 def test_reshape_is_a_view_when_it_can_be(backend, up, down, close):
     a = np.arange(48, dtype=np.float32).reshape(6, 8)
     t = up(a)
