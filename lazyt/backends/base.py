@@ -253,6 +253,8 @@ class Backend:
         return self.binary(BinaryOp.MUL, x, self.unary(UnaryOp.SIGMOID, x))
 
     def softmax(self, x, dim: int):
+        if self.dtype_of(x) is dt.float16:  # a float16 sum of many terms overflows
+            return self.cast(self.softmax(self.cast(x, dt.float32), dim), dt.float16)
         shifted = self.binary(BinaryOp.SUB, x, self.reduce(ReduceOp.MAX, x, (dim,), True))
         e = self.unary(UnaryOp.EXP, shifted)
         return self.binary(BinaryOp.DIV, e, self.reduce(ReduceOp.SUM, e, (dim,), True))
@@ -262,6 +264,10 @@ class Backend:
         (biased variance, as torch); `weight` and `bias` (optional) have those dims' shape and
         x's dtype."""
         nd = len(self.shape_of(x))
+        if not 0 <= n_dims <= nd:
+            from ..errors import ShapeError
+            raise ShapeError(f"layer_norm: cannot normalize {n_dims} trailing dims of shape "
+                             f"{self.shape_of(x)}")
         dims = tuple(range(nd - n_dims, nd))
         centered = self.binary(BinaryOp.SUB, x, self.reduce(ReduceOp.MEAN, x, dims, True))
         var = self.reduce(ReduceOp.MEAN, self.binary(BinaryOp.MUL, centered, centered), dims,
@@ -275,6 +281,8 @@ class Backend:
         return y
 
     def log_softmax(self, x, dim: int):
+        if self.dtype_of(x) is dt.float16:
+            return self.cast(self.log_softmax(self.cast(x, dt.float32), dim), dt.float16)
         shifted = self.binary(BinaryOp.SUB, x, self.reduce(ReduceOp.MAX, x, (dim,), True))
         lse = self.unary(UnaryOp.LOG, self.reduce(
             ReduceOp.SUM, self.unary(UnaryOp.EXP, shifted), (dim,), True))

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtype as dt
 from ..dtype import DType
-from ..errors import IndexOutOfRangeError
+from ..errors import IndexOutOfRangeError, ShapeError
 from ..ops import BinaryOp, ReduceOp, UnaryOp
 from .base import Backend
 
@@ -233,6 +233,8 @@ class NumpyBackend(Backend):
             return _as_array(fn(x, axis=dims[0], keepdims=keepdim).astype(np.int64))
         if op in (ReduceOp.SUM, ReduceOp.PROD) and x.dtype.kind in "biu":
             return _as_array(REDUCE[op](x, axis=dims, keepdims=keepdim, dtype=np.int64))
+        if x.size >= _PARALLEL_MIN and x.ndim and dims:
+            dims = tuple(sorted({d % x.ndim for d in dims}))
         if (x.size >= _PARALLEL_MIN and dims and dims[0] > 0 and x.shape[0] > 1
                 and (x.dtype == np.float32 or x.dtype == np.float64)):
             # the rows of axis 0 are independent: reduce slices of them on the thread pool
@@ -255,10 +257,11 @@ class NumpyBackend(Backend):
             out = np.matmul(lhs.reshape(-1, lhs.shape[-1]), rhs.reshape(rhs.shape[-2:]))
             return out.reshape(lhs.shape[:-1] + (rhs.shape[-1],))
         if (lhs.ndim > 2 and lhs.shape[:-2] == rhs.shape[:-2] and lhs.shape[0] > 1
-                and lhs.dtype.kind == "f" and lhs.dtype == rhs.dtype):
+                and lhs.dtype.kind == "f" and lhs.dtype == rhs.dtype and lhs.size
+                and rhs.size):
             m, k = lhs.shape[-2:]
             macs = m * k * rhs.shape[-1]  # of one matrix product
-            item = macs * (lhs.size // (lhs.shape[0] * m * k))  # of one row of axis 0
+            item = macs * math.prod(lhs.shape[1:-2])  # of one row of axis 0
             if (macs <= _SMALL_GEMM and item * lhs.shape[0] >= _SPLIT_BATCH_MIN
                     and _pool_threads() >= _SPLIT_MIN_THREADS):
                 # numpy runs a stack of small GEMMs one by one (and slowly on strided views,
@@ -322,7 +325,8 @@ class NumpyBackend(Backend):
         """Along the last dim of a float32/float64 array: max, subtract, exp, sum and divide
         row block by row block (each block stays in cache), blocks spread over the fused
         executor's threads. The same ops in the same order as the generic helper, so the
-        same bits; other cases use the generic helper."""
+        same bits on contiguous input (a strided one is copied first, and numpy's reductions
+        may then sum in another order); other cases use the generic helper."""
         n = x.shape[-1] if x.ndim else 0
         if x.dtype not in (np.float32, np.float64) or dim != x.ndim - 1 or x.size == 0:
             return super().softmax(x, dim)
@@ -346,8 +350,12 @@ class NumpyBackend(Backend):
         return out.reshape(x.shape)
 
     def layer_norm(self, x, n_dims: int, eps: float, weight=None, bias=None):
-        """float32/float64: the generic helper's ops in the same order (the same bits), row
-        block by row block in cache, blocks spread over the fused executor's threads."""
+        """float32/float64: the generic helper's ops in the same order (the same bits on
+        contiguous input), row block by row block in cache, blocks spread over the fused
+        executor's threads."""
+        if not 0 <= n_dims <= x.ndim:
+            raise ShapeError(f"layer_norm: cannot normalize {n_dims} trailing dims of shape "
+                             f"{x.shape}")
         if (x.dtype not in (np.float32, np.float64) or x.size == 0 or n_dims < 1
                 or any(v is not None and v.dtype != x.dtype for v in (weight, bias))):
             return super().layer_norm(x, n_dims, eps, weight, bias)

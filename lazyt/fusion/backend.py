@@ -326,7 +326,8 @@ class Fusion(Backend):
         """One opaque op when the inner backend has its own layer_norm, as softmax."""
         tensors = [t for t in (weight, bias) if t is not None]
         if (type(self.inner).layer_norm is Backend.layer_norm or type(x) is not FT
-                or any(type(t) is not FT for t in tensors)):
+                or any(type(t) is not FT for t in tensors) or not x.dtype.is_float
+                or n_dims == 0):
             return Backend.layer_norm(self, x, n_dims, eps, weight, bias)
         inner_shape = x.shape[len(x.shape) - n_dims:]
         if not 1 <= n_dims <= len(x.shape):

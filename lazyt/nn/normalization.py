@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from .. import creation
 from .. import dtype as dt
-from ..errors import ShapeError
+from ..errors import DTypeError, ShapeError
 from ..dispatch import Dispatch
 from ..tensor import Tensor
 from .module import Module
@@ -37,6 +37,9 @@ class LayerNorm(Module):
                  bias: bool = True, device=None, dtype=None):
         super().__init__()
         self.normalized_shape = _shape(normalized_shape)
+        if not self.normalized_shape:
+            raise ShapeError("LayerNorm: normalized_shape must have at least one dim (as in "
+                             "torch), got ()")
         self.eps = eps
         if elementwise_affine:
             self.weight = Parameter(creation.ones(self.normalized_shape, dtype=dtype,
@@ -52,6 +55,9 @@ class LayerNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         dims = _check("LayerNorm", x, self.normalized_shape)
+        if not x.dtype.is_float:
+            raise DTypeError(f"LayerNorm: expected a floating-point input, got {x.dtype.name} "
+                             f"of shape {x.shape}")
         h = x.to(_compute_dtype(x))
         w = None if self.weight is None else self.weight.to(h.dtype)
         b = None if self.bias is None else self.bias.to(h.dtype)
@@ -78,6 +84,9 @@ class RMSNorm(Module):
 
     def forward(self, x: Tensor) -> Tensor:
         dims = _check("RMSNorm", x, self.normalized_shape)
+        if not x.dtype.is_float:
+            raise DTypeError(f"RMSNorm: expected a floating-point input, got {x.dtype.name} "
+                             f"of shape {x.shape}")
         h = x.to(_compute_dtype(x))
         y = h * ((h * h).mean(dims, keepdim=True) + self.eps).rsqrt()
         if self.weight is not None:

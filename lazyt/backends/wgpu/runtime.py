@@ -46,13 +46,18 @@ _LOCK = threading.Lock()
 _ADAPTERS: list | None = None
 
 
+def _remove_if_ours(path: str, pid: int) -> None:
+    if os.getpid() == pid:  # a forked child inherits the handler, not the directory
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def _quiet_runtime_dir() -> None:
     # wgpu's Vulkan loader warns on every start when XDG_RUNTIME_DIR is unset; give it a private
     # directory (the variable is only read); it is removed when the process exits.
     if not os.environ.get("XDG_RUNTIME_DIR"):
         path = tempfile.mkdtemp(prefix="lazyt-xdg-")
         os.environ["XDG_RUNTIME_DIR"] = path
-        atexit.register(shutil.rmtree, path, ignore_errors=True)
+        atexit.register(_remove_if_ours, path, os.getpid())
 
 
 def adapters() -> list:
