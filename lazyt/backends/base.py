@@ -259,6 +259,18 @@ class Backend:
         e = self.unary(UnaryOp.EXP, shifted)
         return self.binary(BinaryOp.DIV, e, self.reduce(ReduceOp.SUM, e, (dim,), True))
 
+    def linear(self, x, weight):
+        """`x @ weight^T` for `x` [..., in] (rank >= 1) and a 2-D `weight` [out, in] of the
+        same dtype (nn.Linear without its bias): one matmul with a transposed view."""
+        shape = self.shape_of(x)
+        wt = self.permute(weight, (1, 0))
+        if len(shape) == 1:
+            y = self.matmul(self.reshape(x, (1,) + shape), wt)
+            return self.reshape(y, self.shape_of(y)[1:])
+        if len(shape) > 2:
+            wt = self.reshape(wt, (1,) * (len(shape) - 2) + self.shape_of(wt))
+        return self.matmul(x, wt)
+
     def layer_norm(self, x, n_dims: int, eps: float, weight=None, bias=None):
         """`(x - mean) / sqrt(var + eps) * weight + bias` over the trailing `n_dims` dims
         (biased variance, as torch); `weight` and `bias` (optional) have those dims' shape and

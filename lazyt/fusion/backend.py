@@ -322,6 +322,19 @@ class Fusion(Backend):
         return self.custom(f"softmax(dim={dim})", self.inner.softmax, (x,),
                            ((x.shape, x.dtype),), (dim,), location=user_location(2))[0]
 
+    def linear(self, x: FT, weight: FT) -> FT:
+        """One opaque op (the inner backend's `linear`: a matmul with a transposed view)
+        instead of a permute, a reshape and a matmul."""
+        if type(x) is not FT or type(weight) is not FT:
+            return Backend.linear(self, x, weight)
+        if not x.shape or len(weight.shape) != 2 or x.shape[-1] != weight.shape[1]:
+            raise ShapeError(f"linear: input {x.shape} does not end with the weight's "
+                             f"in_features ({weight.shape} is [out, in])")
+        _same_dtype("linear", x, weight)
+        return self.custom("linear", self.inner.linear, (x, weight),
+                           ((x.shape[:-1] + weight.shape[:1], x.dtype),),
+                           location=user_location(2))[0]
+
     def layer_norm(self, x: FT, n_dims: int, eps: float, weight=None, bias=None) -> FT:
         """One opaque op when the inner backend has its own layer_norm, as softmax."""
         tensors = [t for t in (weight, bias) if t is not None]

@@ -1,6 +1,9 @@
 """`Linear` (y = x W^T + b, weight stored [out, in] as in torch) and `Identity`."""
 from __future__ import annotations
 
+from .. import dtype as dt
+from ..dispatch import Dispatch
+from ..errors import DTypeError, ShapeError
 from ..tensor import Tensor
 from .init import fan_in_uniform
 from .module import Module
@@ -23,7 +26,18 @@ class Linear(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
-        y = x.matmul(self.weight.mT)
+        w = self.weight
+        if not isinstance(x, Tensor):
+            raise DTypeError(f"Linear: expected a tensor input, got {type(x).__name__}")
+        if x.ndim == 0 or x.shape[-1] != w.shape[1]:
+            raise ShapeError(f"Linear: input of shape {x.shape} does not end with "
+                             f"in_features={w.shape[1]}")
+        if x.dtype is dt.bool_:
+            raise DTypeError(f"Linear: not supported for bool input (shape {x.shape})")
+        if x.dtype is not w.dtype:  # promote as matmul does
+            d = dt.promote(x.dtype, w.dtype)
+            x, w = x.to(d), w.to(d)
+        y = Dispatch.helper("linear", x, w)
         return y if self.bias is None else y + self.bias
 
     def extra_repr(self) -> str:

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import lazyt
+import lazyt.testing
 from lazyt.backends.numpy import NumpyBackend, erf_f32_into
 from lazyt.fusion import inspect
 from lazyt.ops import ReduceOp
@@ -234,3 +235,53 @@ def test_layer_norm_on_the_fusion_layer_checks_its_arguments():
         F.layer_norm(x, 1, 1e-5, F.from_numpy(np.ones(3, np.float64)), None)
     y = F.layer_norm(x, 1, 1e-5, None, F.from_numpy(np.full(3, 2, np.float32)))
     np.testing.assert_array_equal(F.to_numpy(y), np.full((2, 3), 2, np.float32))
+
+
+# ------------------------------------------------------------------------------ linear
+@pytest.mark.parametrize("shape", [(16,), (4, 16), (2, 3, 16), (0, 16)])
+@pytest.mark.parametrize("device", ["cpu", "cpu-nofusion", "wgpu"])
+def test_linear_helper_and_module(shape, device):
+    from lazyt import nn
+    dev = lazyt.device("cpu", fusion=False) if device == "cpu-nofusion" else lazyt.device(device)
+    lin = nn.Linear(16, 8).to(dev)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    want = x @ lin.weight.numpy().T + lin.bias.numpy()
+    with lazyt.no_grad(), inspect() as report:
+        y = lin(lazyt.tensor(x, device=dev))
+        got = y.numpy()
+    assert y.shape == want.shape and y.dtype == lazyt.float32
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+    if device != "cpu-nofusion":
+        assert report.opaque_ops == ["linear"]  # one op, not permute + reshape + matmul
+    tracked = lin(lazyt.tensor(x, device=dev)).numpy()  # the weight is tracked: primitives
+    np.testing.assert_allclose(tracked, got, rtol=1e-6, atol=1e-6)
+
+
+def test_linear_gradients_promotion_and_errors():
+    from lazyt import nn
+    lin = nn.Linear(5, 3, dtype=lazyt.float64)
+    x = lazyt.tensor(RNG.standard_normal((4, 5)), dtype=lazyt.float64)
+    for dev in ("cpu", lazyt.device("cpu", fusion=False)):
+        xs = [t.to(dev).detach().require_grad() for t in (x, lin.weight, lin.bias)]
+        assert lazyt.testing.gradcheck(
+            lambda x, w, b: lazyt.Dispatch.helper("linear", x, w) + b, xs)
+    xt = x.detach().require_grad()
+    grads = (lin(xt) * 2).sum().backward()
+    np.testing.assert_allclose(xt.grad(grads).numpy(), 2 * lin.weight.numpy().sum(0)[None, :]
+                               .repeat(4, 0), rtol=1e-12)
+    np.testing.assert_allclose(lin.weight.grad(grads).numpy(),
+                               2 * np.ones((3, 4)) @ x.numpy(), rtol=1e-12)
+    assert lin(lazyt.tensor([[1, 2, 3, 4, 5]])).dtype == lazyt.float64  # int64 promotes
+    with pytest.raises(lazyt.ShapeError, match="in_features=5"):
+        lin(lazyt.ones(4, 4, dtype=lazyt.float64))
+    with pytest.raises(lazyt.ShapeError, match="in_features=5"):
+        lin(lazyt.tensor(1.0, dtype=lazyt.float64))
+    with pytest.raises(lazyt.DTypeError, match="bool"):
+        lin(lazyt.ones(2, 5, dtype=lazyt.bool))
+    from lazyt.fusion import Fusion
+    F = Fusion(NumpyBackend())
+    with pytest.raises(lazyt.ShapeError, match="in_features"):
+        F.linear(F.from_numpy(np.ones((2, 4), np.float32)), F.from_numpy(np.ones((3, 5),
+                                                                              np.float32)))
+    with pytest.raises(lazyt.DTypeError):
+        F.linear(F.from_numpy(np.ones((2, 5), np.float32)), F.from_numpy(np.ones((3, 5))))
