@@ -37,12 +37,13 @@ _UNARY_UFUNC = {
     U.CEIL: "ceil", U.NOT: "logical_not",
 }
 # op -> lines computing `o` from `a` with the same sequence of roundings as lazyt.backends.numpy
-# ({z} is a zero constant of the dtype).
+# ({z} is a zero constant of the dtype). Outputs are passed positionally where numpy allows it
+# (not for maximum/minimum): the calls hold the GIL the executor's threads share.
 _UNARY_LINES = {
-    U.SIGMOID: ("multiply({a}, 0.5, out={o})", "tanh({o}, out={o})",
-                "multiply({o}, 0.5, out={o})", "add({o}, 0.5, out={o})"),
-    U.RSQRT: ("sqrt({a}, out={o})", "true_divide(1.0, {o}, out={o})"),
-    U.RECIPROCAL: ("true_divide(1.0, {a}, out={o})",),
+    U.SIGMOID: ("multiply({a}, 0.5, {o})", "tanh({o}, {o})",
+                "multiply({o}, 0.5, {o})", "add({o}, 0.5, {o})"),
+    U.RSQRT: ("sqrt({a}, {o})", "true_divide(1.0, {o}, {o})"),
+    U.RECIPROCAL: ("true_divide(1.0, {a}, {o})",),
     U.RELU: ("maximum({a}, {z}, out={o})",),
 }
 _BINARY_UFUNC = {op: fn.__name__ for op, fn in BINARY.items()}
@@ -160,7 +161,7 @@ def compile_block(block: FusedBlock) -> _Program:
             if ins.op is U.ERF and d == in_dtype == np.float32:
                 body = [f"erf_f32_into({a}, {o})"]
             elif ins.op in _UNARY_UFUNC and _natural("unary", ins.op, in_dtype) == d:
-                body = [f"{_UNARY_UFUNC[ins.op]}({a}, out={o})"]
+                body = [f"{_UNARY_UFUNC[ins.op]}({a}, {o})"]
             elif ins.op in _UNARY_LINES and _natural("unary", ins.op, in_dtype) == d:
                 z = const(d, None)
                 body = [ln.format(a=a, o=o, z=z) for ln in _UNARY_LINES[ins.op]]
@@ -176,7 +177,10 @@ def compile_block(block: FusedBlock) -> _Program:
                         a = const(in_dtype, ins.operands[0].index)
                     if ins.operands[1].kind == "sc":
                         b = const(in_dtype, ins.operands[1].index)
-                body = [f"{_BINARY_UFUNC[ins.op]}({a}, {b}, out={o})"]
+                ufunc = _BINARY_UFUNC[ins.op]
+                # outputs positionally (~60 ns less per call) except where numpy deprecates it
+                out = f"out={o}" if ufunc in ("maximum", "minimum") else o
+                body = [f"{ufunc}({a}, {b}, {out})"]
             else:
                 body = [f"copyto({o}, BINARY[{ins.op}]({a}, {b}), casting='unsafe')"]
         elif ins.kind == "where":
