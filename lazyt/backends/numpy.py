@@ -337,7 +337,6 @@ class NumpyBackend(Backend):
         n = x.shape[-1] if x.ndim else 0
         if x.dtype not in (np.float32, np.float64) or dim != x.ndim - 1 or x.size == 0:
             return super().softmax(x, dim)
-        from .numpy_fused import TILE_BYTES, parallel_for
         rows = np.ascontiguousarray(x).reshape(-1, n)
         out = np.empty(rows.shape, x.dtype)
 
@@ -347,13 +346,7 @@ class NumpyBackend(Backend):
             np.exp(o, out=o)
             np.divide(o, o.sum(axis=-1, keepdims=True), out=o)
 
-        block = max(1, TILE_BYTES // (n * x.itemsize))  # rows per cache-sized step
-
-        def blocks(lo, hi):
-            for a in range(lo, hi, block):
-                work(a, min(a + block, hi))
-
-        parallel_for(blocks, rows.shape[0], block)
+        _row_blocks(work, rows.shape[0], n * x.itemsize)
         return out.reshape(x.shape)
 
     def linear(self, x, weight):
@@ -372,7 +365,6 @@ class NumpyBackend(Backend):
         if (x.dtype not in (np.float32, np.float64) or x.size == 0 or n_dims < 1
                 or any(v is not None and v.dtype != x.dtype for v in (weight, bias))):
             return super().layer_norm(x, n_dims, eps, weight, bias)
-        from .numpy_fused import TILE_BYTES, parallel_for
         inner = x.shape[x.ndim - n_dims:]
         n = math.prod(inner)
         rows = np.ascontiguousarray(x).reshape((-1,) + inner)
@@ -392,13 +384,7 @@ class NumpyBackend(Backend):
             if bias is not None:
                 np.add(o, bias, out=o)
 
-        block = max(1, TILE_BYTES // (n * x.itemsize))
-
-        def blocks(lo, hi):
-            for a in range(lo, hi, block):
-                work(a, min(a + block, hi))
-
-        parallel_for(blocks, rows.shape[0], block)
+        _row_blocks(work, rows.shape[0], n * x.itemsize)
         return out.reshape(x.shape)
 
     def run_fused(self, block, inputs, scalars):
@@ -424,6 +410,19 @@ def _reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> tuple:
     if keepdim:
         return tuple(1 if i in dims else s for i, s in enumerate(shape))
     return tuple(s for i, s in enumerate(shape) if i not in dims)
+
+
+def _row_blocks(work, n_rows: int, row_bytes: int) -> None:
+    """`work(lo, hi)` over row blocks of about one fused tile each (in cache), the blocks
+    spread over the thread pool."""
+    from .numpy_fused import TILE_BYTES, parallel_for
+    block = max(1, TILE_BYTES // max(row_bytes, 1))
+
+    def blocks(lo, hi):
+        for a in range(lo, hi, block):
+            work(a, min(a + block, hi))
+
+    parallel_for(blocks, n_rows, block)
 
 
 def _copy(x: np.ndarray) -> np.ndarray:
