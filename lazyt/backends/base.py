@@ -292,6 +292,25 @@ class Backend:
             y = self.binary(BinaryOp.ADD, y, bias)
         return y
 
+    def attention(self, q, k, v, mask=None, scale: float = 1.0):
+        """`softmax(q @ k^T * scale + mask) @ v` for q [..., L, E], k [..., S, E] and v
+        [..., S, Ev] of one float dtype and rank (batch dims broadcast as in matmul); `mask`
+        is an additive bias of q's dtype and rank that broadcasts to the scores [..., L, S],
+        or None. A query whose mask is -inf for every key gives zeros (as torch), not NaN."""
+        nd = len(self.shape_of(k))
+        scores = self.matmul(q, self.swap_dims(k, nd - 2, nd - 1))
+        if scale != 1.0:
+            scores = self.binary(BinaryOp.MUL, scores, scale)
+        if mask is None:
+            return self.matmul(self.softmax(scores, nd - 1), v)
+        scores = self.binary(BinaryOp.ADD, scores, mask)
+        # queries masked from every key: softmax over zeros (finite, so no NaN reaches a
+        # gradient), then weights of zero
+        dead = self.binary(BinaryOp.EQ, self.reduce(ReduceOp.MAX, mask, (nd - 1,), True),
+                           float("-inf"))
+        probs = self.softmax(self.where(dead, 0, scores), nd - 1)
+        return self.matmul(self.where(dead, 0, probs), v)
+
     def log_softmax(self, x, dim: int):
         if self.dtype_of(x) is dt.float16:
             return self.cast(self.log_softmax(self.cast(x, dt.float32), dim), dt.float16)

@@ -355,6 +355,52 @@ class NumpyBackend(Backend):
             return super().linear(x, weight)
         return self.matmul(x, weight.T.reshape((1,) * (x.ndim - 2) + weight.T.shape))
 
+    def attention(self, q, k, v, mask=None, scale: float = 1.0):
+        """float32/float64 with the same batch dims: the scores, scale, mask, softmax and
+        the product with v of a few heads at a time, each block in cache (the scores of the
+        whole batch never exist), blocks spread over the fused executor's threads. Other
+        cases use the generic helper."""
+        lead = q.shape[:-2]
+        d = q.dtype
+        if (d not in (np.float32, np.float64) or q.ndim < 3 or k.dtype != d or v.dtype != d
+                or k.shape[:-2] != lead or v.shape[:-2] != lead
+                or (mask is not None and mask.dtype != d)
+                or 0 in q.shape or 0 in k.shape or 0 in v.shape):
+            return super().attention(q, k, v, mask, scale)
+        n_q, n_k = q.shape[-2], k.shape[-2]
+        out = np.empty(lead + (n_q, v.shape[-1]), d)
+        dead = None
+        if mask is not None:
+            # queries masked from every key give zeros, as in the generic helper
+            dead = np.isneginf(mask).all(axis=-1, keepdims=True)
+            dead = dead if dead.any() else None
+            mask = np.broadcast_to(mask, lead + (n_q, n_k))
+        scale = d.type(scale)
+        from .numpy_fused import TILE_BYTES, _nd_tiles, parallel_for
+        # blocks of query rows small enough that BLAS runs each GEMM on the calling thread
+        # (its own threads would fight the pool's), and of as many heads as fill a tile
+        rows = max(1, min(n_q, _BLAS_ONE_THREAD // (n_k * max(q.shape[-1], v.shape[-1], 1))))
+        heads = _nd_tiles(lead, max(1, TILE_BYTES // (rows * n_k * d.itemsize)))
+        blocks = [(idx, r) for idx in heads for r in range(0, n_q, rows)]
+
+        def work(lo, hi):
+            for idx, r in blocks[lo:hi]:
+                at = (Ellipsis, slice(r, r + rows), slice(None))
+                s = np.matmul(q[idx][at], k[idx].swapaxes(-1, -2))
+                if scale != 1:
+                    np.multiply(s, scale, out=s)
+                if mask is not None:
+                    np.add(s, mask[idx][at], out=s)
+                np.subtract(s, s.max(axis=-1, keepdims=True), out=s)
+                np.exp(s, out=s)
+                np.divide(s, s.sum(axis=-1, keepdims=True), out=s)
+                np.matmul(s, v[idx], out=out[idx][at])
+
+        parallel_for(work, len(blocks), 1)
+        if dead is not None:
+            np.copyto(out, 0, where=dead)
+        return out
+
     def layer_norm(self, x, n_dims: int, eps: float, weight=None, bias=None):
         """float32/float64: the generic helper's ops in the same order (the same bits on
         contiguous input), row block by row block in cache, blocks spread over the fused
@@ -437,6 +483,11 @@ def _copy(x: np.ndarray) -> np.ndarray:
                  _grain(x.size // x.shape[0]))
     return out
 
+
+#: Multiply-adds (m*n*k) of a GEMM that OpenBLAS runs on the calling thread (its threshold
+#: for threading, 4 * 65536). Thread-pool work keeps its GEMMs at or below it: pool threads
+#: that call larger ones queue for BLAS's own threads (attention ran 20x slower on 2 cores).
+_BLAS_ONE_THREAD = 1 << 18
 
 #: Batched matmuls whose matrices have at most this many multiply-adds (m*k*n) and whose batch
 #: totals at least _SPLIT_BATCH_MIN are split over threads (BLAS threads each GEMM only when

@@ -360,6 +360,28 @@ class Fusion(Backend):
                            ((x.shape, x.dtype),), (n_dims, float(eps)),
                            location=user_location(2))[0]
 
+    def attention(self, q: FT, k: FT, v: FT, mask=None, scale: float = 1.0) -> FT:
+        """One opaque op when the inner backend has its own attention (numpy's never holds
+        the whole batch's scores); else the generic helper's primitives."""
+        tensors = (q, k, v) if mask is None else (q, k, v, mask)
+        if (type(self.inner).attention is Backend.attention
+                or any(type(t) is not FT for t in tensors)):
+            return Backend.attention(self, q, k, v, mask, scale)
+        scores = sh.matmul(q.shape, k.shape[:-2] + k.shape[:-3:-1])
+        shape = sh.matmul(scores, v.shape)
+        if mask is not None:
+            sh.broadcast("attention", scores, mask.shape)
+        for t in tensors[1:]:
+            _same_dtype("attention", q, t)
+        fns = self.__dict__.get("_attention_fns")
+        if fns is None:  # made once: a custom op's function is part of the plan key
+            inner = self.inner
+            fns = self.__dict__["_attention_fns"] = (
+                lambda q, k, v, scale: inner.attention(q, k, v, None, scale),
+                lambda q, k, v, mask, scale: inner.attention(q, k, v, mask, scale))
+        return self.custom("attention", fns[mask is not None], tensors, ((shape, q.dtype),),
+                           (float(scale),), location=user_location(2))[0]
+
     # ---------------------------------------------------------------- custom ops (extensions)
     def custom(self, name: str, fn: Callable, inputs: Sequence[FT], outputs: Sequence,
                scalars: tuple = (), *, location: str | None = None) -> list:

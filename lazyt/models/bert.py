@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import creation
 from .. import dtype as dt
+from .. import functional as F
 from ..device import device as _device
 from ..errors import DeviceError, DTypeError, ShapeError
 from ..tensor import Tensor
@@ -79,16 +80,16 @@ def extended_attention_mask(attention_mask: Tensor, dtype=dt.float32) -> Tensor:
 def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attention_mask=None,
                                  dropout: nn.Module | None = None) -> Tensor:
     """softmax(q k^T / sqrt(d) + mask) v on [batch, heads, seq, head_dim] tensors (shared by
-    `BertSelfAttention` and kernels that compute q, k, v another way). The scale multiplies
-    the scores, as in the reference implementation: it fuses with the mask's add into one
-    pass, where scaling q would cost a pass of its own."""
+    `BertSelfAttention` and kernels that compute q, k, v another way). Without an active
+    dropout it is one `lazyt.scaled_dot_product_attention` call (one helper op: the numpy
+    backend never holds the whole batch's scores); with one, the composed form."""
+    if dropout is None or not dropout.training or dropout.p == 0.0:
+        return F.scaled_dot_product_attention(q, k, v, attention_mask)
+    # the scale multiplies the scores, as in the reference implementation
     scores = q.matmul(k.mT) * (1.0 / math.sqrt(q.shape[-1]))
     if attention_mask is not None:
         scores = scores + attention_mask
-    probs = scores.softmax(-1)
-    if dropout is not None:
-        probs = dropout(probs)
-    return probs.matmul(v)
+    return dropout(scores.softmax(-1)).matmul(v)
 
 
 def merge_heads(context: Tensor) -> Tensor:

@@ -314,6 +314,35 @@ class WgpuBackend(CubeBackend):
             return super().layer_norm(x, n_dims, eps, weight, bias)
         return self._rows("layer_norm_rows", x, n_dims, eps, weight, bias)
 
+    def attention(self, q: CubeTensor, k: CubeTensor, v: CubeTensor, mask=None,
+                  scale: float = 1.0) -> CubeTensor:
+        """float32: the scores' matmul, one row kernel for the scale, the mask and the softmax
+        (rows.wgsl `attention_rows`, the mask read through broadcast strides), and the matmul
+        with v: three launches. Other dtypes use the generic helper."""
+        nd = q.ndim
+        if (any(t.dtype is not dt.float32 for t in (q, k, v))
+                or (mask is not None and mask.dtype is not dt.float32)
+                or 0 in q.shape or 0 in k.shape or 0 in v.shape):
+            return super().attention(q, k, v, mask, scale)
+        scores = self.contiguous(self.matmul(q, self.swap_dims(k, nd - 2, nd - 1)))
+        n = scores.shape[-1]
+        rows = scores.num_elements // n
+        lead = scores.shape[:-1]
+        dims = []
+        if mask is not None:
+            strides = [0 if size == 1 else st for size, st in zip(mask.shape, mask.strides)]
+            for size, st in zip(lead, strides[:-1]):
+                dims += [size, st]
+        scale_bits = int(np.array(scale, np.float32).view(np.uint32))
+        info = _u32([rows, n, scores.offset, mask is not None, len(dims) // 2, scale_bits,
+                     0 if mask is None else mask.offset, 0 if mask is None else strides[-1]]
+                    + dims)
+        probs = self.alloc("attention", scores.shape, scores.dtype)
+        p = self._template("rows.wgsl", {}, "attention_rows", wg=ROW_WG)
+        self.client.launch(p, self.groups(rows),
+                           [scores, probs, scores if mask is None else mask, scores, info])
+        return self.matmul(probs, v)
+
     def _rows(self, entry: str, x: CubeTensor, n_dims: int, eps: float, weight, bias):
         x = self.contiguous(x)
         n = math.prod(x.shape[x.ndim - n_dims:])

@@ -1,0 +1,233 @@
+"""`lazyt.scaled_dot_product_attention` (the `attention` helper) on every device stack, against
+a numpy reference with torch's semantics: the default scale 1/sqrt(E), bool masks keep keys
+where True, float masks are added, `is_causal` is top-left aligned, and a query that sees no
+key gives zeros."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lazyt
+from lazyt.fusion import inspect
+from lazyt.testing import gradcheck
+
+sdpa = lazyt.scaled_dot_product_attention
+
+
+def reference(q, k, v, mask=None, scale=None):
+    e = q.shape[-1]
+    scale = (1.0 / np.sqrt(e) if e else 1.0) if scale is None else scale
+    s = (q @ np.swapaxes(k, -1, -2)) * q.dtype.type(scale)
+    if mask is not None:
+        s = s + (np.where(mask, 0, -np.inf).astype(q.dtype) if mask.dtype == bool else mask)
+    top = s.max(-1, keepdims=True)
+    dead = np.isneginf(top)
+    e = np.exp(s - np.where(dead, 0, top))
+    p = e / np.where(dead, 1, e.sum(-1, keepdims=True))
+    return (p @ v).astype(q.dtype)
+
+
+def qkv(rng, batch=(2, 3), n_q=4, n_k=5, e=8, ev=6, dtype=np.float32):
+    return (rng.standard_normal(batch + (n_q, e)).astype(dtype),
+            rng.standard_normal(batch + (n_k, e)).astype(dtype),
+            rng.standard_normal(batch + (n_k, ev)).astype(dtype))
+
+
+def on(device, *arrays):
+    return [lazyt.tensor(a, device=device) for a in arrays]
+
+
+@pytest.mark.parametrize("mask_shape", [None, (2, 1, 1, 5), (1, 3, 4, 5), (4, 5), (4, 1),
+                                        (3, 1, 5)])
+def test_float_mask_broadcasts(device, check, rng, mask_shape):
+    q, k, v = qkv(rng)
+    mask = None if mask_shape is None else rng.standard_normal(mask_shape).astype(np.float32)
+    args = on(device, q, k, v) + ([] if mask is None else on(device, mask))
+    check(sdpa(*args), reference(q, k, v, mask))
+
+
+def test_bool_mask_and_fully_masked_query_gives_zeros(device, check, rng):
+    q, k, v = qkv(rng)
+    keep = rng.random((4, 5)) > 0.4
+    keep[1] = False            # query 1 sees no key
+    keep[2, 3] = True
+    out = sdpa(*on(device, q, k, v, keep))
+    check(out, reference(q, k, v, keep))
+    assert np.all(out.numpy()[:, :, 1] == 0)
+
+
+def test_float_mask_of_minus_inf_gives_zeros_like_torch(device, check, rng):
+    q, k, v = qkv(rng)
+    mask = np.zeros((4, 5), np.float32)
+    mask[2] = -np.inf
+    out = sdpa(*on(device, q, k, v, mask)).numpy()
+    assert np.all(out[:, :, 2] == 0) and np.isfinite(out).all()
+
+
+def test_causal_and_scale(device, check, rng):
+    q, k, v = qkv(rng, n_q=5, n_k=5)
+    causal = np.tril(np.ones((5, 5), bool))
+    check(sdpa(*on(device, q, k, v), is_causal=True), reference(q, k, v, causal))
+    check(sdpa(*on(device, q, k, v), scale=0.25), reference(q, k, v, scale=0.25))
+    # more queries than keys: each query still sees at least key 0
+    q2, k2, v2 = qkv(rng, n_q=6, n_k=3)
+    check(sdpa(*on(device, q2, k2, v2), is_causal=True),
+          reference(q2, k2, v2, np.tril(np.ones((6, 3), bool))))
+
+
+def test_batch_dims_broadcast(device, check, rng):
+    q = rng.standard_normal((4, 8)).astype(np.float32)            # no batch dims
+    k = rng.standard_normal((2, 3, 5, 8)).astype(np.float32)
+    v = rng.standard_normal((3, 5, 6)).astype(np.float32)
+    out = sdpa(*on(device, q, k, v))
+    assert out.shape == (2, 3, 4, 6)
+    check(out, reference(q, k, v))
+
+
+def test_strided_inputs_and_mask(device, check, rng):
+    """Heads split from one projection (permuted views) and a transposed mask."""
+    proj = rng.standard_normal((2, 5, 3, 3, 8)).astype(np.float32)   # b, t, (q k v), h, d
+    mask = rng.standard_normal((5, 5)).astype(np.float32)
+    t, m = on(device, proj, mask)
+    q, k, v = (t[:, :, i].permute(0, 2, 1, 3) for i in range(3))
+    ref = [np.transpose(proj[:, :, i], (0, 2, 1, 3)) for i in range(3)]
+    check(sdpa(q, k, v, m.mT), reference(*ref, mask.T))
+
+
+def test_float64(device, check, rng):
+    q, k, v = qkv(rng, dtype=np.float64)
+    mask = rng.standard_normal((2, 1, 4, 5))
+    check(sdpa(*on(device, q, k, v, mask)), reference(q, k, v, mask))
+
+
+def test_float16_computes_its_softmax_in_float32(device, check, rng):
+    q, k, v = qkv(rng, dtype=np.float16)
+    out = sdpa(*on(device, q, k, v))
+    assert out.dtype is lazyt.float16
+    ref = reference(q.astype(np.float32), k.astype(np.float32), v.astype(np.float32))
+    check(out, ref.astype(np.float16), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("sizes", [dict(n_k=0), dict(n_q=0), dict(batch=(0, 3)), dict(e=0)])
+def test_empty_sizes(device, check, rng, sizes):
+    q, k, v = qkv(rng, **sizes)
+    if sizes.get("e") == 0:  # scores of zero: every query averages the values
+        expected = np.broadcast_to(v.mean(-2, keepdims=True), (2, 3, 4, 6))
+    else:
+        expected = np.zeros(q.shape[:-1] + v.shape[-1:], np.float32)
+    check(sdpa(*on(device, q, k, v)), expected)
+
+
+def test_matches_the_composed_ops_with_tracked_inputs(device, check, rng):
+    """Tracked inputs go through the primitives (Autodiff); the values match the native
+    helper, and the gradients match those of the same formula written out by hand."""
+    q, k, v = qkv(rng)
+    mask = rng.standard_normal((2, 1, 1, 5)).astype(np.float32)
+    plain = sdpa(*on(device, q, k, v, mask)).numpy()
+    tq, tk, tv, tm = (t.require_grad() for t in on(device, q, k, v, mask))
+    out = sdpa(tq, tk, tv, tm)
+    check(out, plain)
+    grads = out.sum().backward()
+    tq2, tk2, tv2, tm2 = (t.require_grad() for t in on(device, q, k, v, mask))
+    by_hand = ((tq2.matmul(tk2.mT) * (1 / np.sqrt(8)) + tm2).softmax(-1)).matmul(tv2)
+    grads2 = by_hand.sum().backward()
+    for a, b in ((tq, tq2), (tk, tk2), (tv, tv2), (tm, tm2)):
+        check(a.grad(grads), b.grad(grads2).numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_gradcheck_with_bool_mask(rng):
+    dev = lazyt.device("cpu")
+    q, k, v = (lazyt.tensor(a, device=dev).require_grad()
+               for a in qkv(rng, batch=(2,), n_q=3, n_k=4, e=3, ev=2, dtype=np.float64))
+    keep = lazyt.tensor(np.array([[1, 1, 0, 0], [0, 0, 0, 0], [1, 0, 1, 1]], bool), device=dev)
+    assert gradcheck(lambda q, k, v: sdpa(q, k, v, keep), [q, k, v])
+
+
+def test_no_grad_with_tracked_inputs_runs_the_helper(rng):
+    """Under no_grad tracked parameters count as plain values: one helper op is recorded."""
+    dev = lazyt.device("cpu")
+    q, k, v = (t.require_grad() for t in on(dev, *qkv(rng)))
+    with lazyt.no_grad(), inspect() as report:
+        out = sdpa(q, k, v).numpy()
+    assert "attention" in report.opaque_ops and not any("softmax" in n for n in report.opaque_ops)
+    assert not report.blocks
+    np.testing.assert_allclose(out, reference(*(t.numpy() for t in (q, k, v))), rtol=2e-5,
+                               atol=1e-6)
+
+
+def test_numpy_helper_never_holds_all_scores(rng, monkeypatch):
+    """The numpy helper works a block of heads and query rows at a time and gives the same
+    values as the generic helper (the scores of the whole batch at once)."""
+    from lazyt.backends.base import Backend
+    from lazyt.backends.numpy import NumpyBackend
+    q, k, v = qkv(rng, batch=(3, 4), n_q=300, n_k=200, e=16, ev=8)
+    mask = np.where(rng.random((3, 1, 300, 200)) > 0.1, 0, -1e9).astype(np.float32)
+    native = NumpyBackend().attention(q, k, v, mask, 0.25)
+    seen = []
+    real_matmul = np.matmul
+
+    def spy(a, b, *args, **kw):
+        seen.append(a.shape)
+        return real_matmul(a, b, *args, **kw)
+
+    monkeypatch.setattr(np, "matmul", spy)
+    again = NumpyBackend().attention(q, k, v, mask, 0.25)
+    monkeypatch.undo()
+    assert max(s[-2] for s in seen) < 300          # query rows were split into blocks
+    np.testing.assert_array_equal(native, again)
+    generic = Backend.attention(NumpyBackend(), q, k, v, mask, 0.25)
+    np.testing.assert_allclose(native, generic, rtol=1e-5, atol=1e-6)
+
+
+def test_dropout(rng):
+    dev = lazyt.device("cpu")
+    q, k, v = on(dev, *qkv(rng))
+    assert np.all(sdpa(q, k, v, dropout_p=1.0).numpy() == 0)
+    lazyt.manual_seed(7)
+    out = sdpa(q, k, v, dropout_p=0.5).numpy()
+    lazyt.manual_seed(7)
+    keep = lazyt.rand((2, 3, 4, 5), device=dev).numpy() >= 0.5
+    qn, kn, vn = (t.numpy() for t in (q, k, v))
+    s = qn @ np.swapaxes(kn, -1, -2) / np.sqrt(8)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p = p / p.sum(-1, keepdims=True)
+    np.testing.assert_allclose(out, np.where(keep, p * 2, 0) @ vn, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("call, error, words", [
+    (lambda q, k, v: sdpa(q, k.to(lazyt.float64), v), lazyt.DTypeError, "one dtype"),
+    (lambda q, k, v: sdpa(q.to(lazyt.int32), k.to(lazyt.int32), v.to(lazyt.int32)),
+     lazyt.DTypeError, "floating point"),
+    (lambda q, k, v: sdpa(q, k, v, q.sum(-1, keepdim=True).to(lazyt.int32)),
+     lazyt.DTypeError, "attn_mask must be bool"),
+    (lambda q, k, v: sdpa(q, k, v, lazyt.zeros((3, 5))), lazyt.ShapeError,
+     "does not broadcast"),
+    (lambda q, k, v: sdpa(q, k, v, lazyt.zeros((2, 2, 3, 4, 5))), lazyt.ShapeError,
+     "does not broadcast"),
+    (lambda q, k, v: sdpa(q, k[..., :3], v), lazyt.ShapeError, "[..., S, E]"),
+    (lambda q, k, v: sdpa(q, k, v[..., :4, :]), lazyt.ShapeError, "[..., S, E]"),
+    (lambda q, k, v: sdpa(q[0, 0, 0], k, v), lazyt.ShapeError, "rank >= 2"),
+    (lambda q, k, v: sdpa(q, k, v, lazyt.ones((4, 5), dtype=lazyt.bool_), is_causal=True),
+     lazyt.InvalidArgumentError, "not both"),
+    (lambda q, k, v: sdpa(q, k, v, dropout_p=1.5), lazyt.InvalidArgumentError, "dropout_p"),
+    (lambda q, k, v: sdpa(q.numpy(), k, v), lazyt.DTypeError, "must be a Tensor"),
+])
+def test_errors_name_the_op_and_leave_the_runtime_usable(rng, call, error, words):
+    q, k, v = on(lazyt.device("cpu"), *qkv(rng))
+    with pytest.raises(error, match="scaled_dot_product_attention") as info:
+        call(q, k, v)
+    assert words in str(info.value)
+    np.testing.assert_allclose(sdpa(q, k, v).numpy(), reference(q.numpy(), k.numpy(),
+                                                               v.numpy()), rtol=2e-5, atol=1e-6)
+
+
+def test_mixed_devices_raise(rng):
+    wgpu = pytest.importorskip("wgpu")  # noqa: F841
+    try:
+        gpu = lazyt.device("wgpu")
+        gpu.backend  # noqa: B018
+    except lazyt.DeviceError as e:
+        pytest.skip(f"no wgpu device: {e}")
+    q, k, v = qkv(rng)
+    with pytest.raises(lazyt.DeviceError):
+        sdpa(*on(lazyt.device("cpu"), q, k), lazyt.tensor(v, device=gpu))
