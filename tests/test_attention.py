@@ -64,6 +64,15 @@ def test_float_mask_of_minus_inf_gives_zeros_like_torch(device, check, rng):
     assert np.all(out[:, :, 2] == 0) and np.isfinite(out).all()
 
 
+@pytest.mark.parametrize("n_k", [1, 3, 33, 128, 130, 600])
+def test_row_lengths(device, check, rng, n_k):
+    """Rows shorter and longer than a workgroup, row counts that do not fill the last one."""
+    q, k, v = qkv(rng, batch=(3,), n_q=7, n_k=n_k)
+    keep = rng.random((3, 7, n_k)) > 0.3
+    keep[1, 2] = False
+    check(sdpa(*on(device, q, k, v, keep)), reference(q, k, v, keep))
+
+
 def test_causal_and_scale(device, check, rng):
     q, k, v = qkv(rng, n_q=5, n_k=5)
     causal = np.tril(np.ones((5, 5), bool))

@@ -317,7 +317,7 @@ class WgpuBackend(CubeBackend):
     def attention(self, q: CubeTensor, k: CubeTensor, v: CubeTensor, mask=None,
                   scale: float = 1.0) -> CubeTensor:
         """float32: the scores' matmul, one row kernel for the scale, the mask and the softmax
-        (rows.wgsl `attention_rows`, the mask read through broadcast strides), and the matmul
+        (attention.wgsl, the mask read through broadcast strides), and the matmul
         with v: three launches. Other dtypes use the generic helper."""
         nd = q.ndim
         if (any(t.dtype is not dt.float32 for t in (q, k, v))
@@ -338,9 +338,11 @@ class WgpuBackend(CubeBackend):
                      0 if mask is None else mask.offset, 0 if mask is None else strides[-1]]
                     + dims)
         probs = self.alloc("attention", scores.shape, scores.dtype)
-        p = self._template("rows.wgsl", {}, "attention_rows", wg=ROW_WG)
-        self.client.launch(p, self.groups(rows),
-                           [scores, probs, scores if mask is None else mask, scores, info])
+        # invocations per row: a power of two covering about 4 scores each, at most ROW_WG
+        lanes = min(ROW_WG, 1 << max(0, (-(-n // 4) - 1).bit_length()))
+        p = self._template("attention.wgsl", {"lanes": lanes}, wg=ROW_WG)
+        self.client.launch(p, self.groups(-(-rows // (ROW_WG // lanes))),
+                           [scores, probs, scores if mask is None else mask, info])
         return self.matmul(probs, v)
 
     def _rows(self, entry: str, x: CubeTensor, n_dims: int, eps: float, weight, bias):

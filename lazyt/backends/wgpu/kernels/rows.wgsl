@@ -5,11 +5,6 @@
 // info (u32): [n_rows, n, x_offset, has_weight, has_bias, eps (f32 bits), w_offset, b_offset]
 // softmax_rows:    y = exp(x - max) / sum(exp(x - max))
 // layer_norm_rows: y = (x - mean) * inverseSqrt(var + eps) [* w] [+ b]   (biased variance)
-// attention_rows:  y = softmax(x * scale [+ w]) with `w` an additive mask read through
-//                  broadcast strides; a row whose every score is -inf gives zeros.
-//                  info: [n_rows, n, x_offset, has_mask, n_dims, scale (f32 bits), w_offset,
-//                  w_col_stride, then per dim of the rows' index (outermost first): size,
-//                  w_stride]
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;
 @group(0) @binding(2) var<storage, read> w: array<f32>;
@@ -95,50 +90,5 @@ fn layer_norm_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
             v = v + b[info[7] + i];
         }
         y[row * n + i] = v;
-    }
-}
-
-fn masked_score(at: u32, mask_at: u32, scale: f32, has_mask: bool) -> f32 {
-    var v = x[at] * scale;
-    if (has_mask) {
-        v = v + w[mask_at];
-    }
-    return v;
-}
-
-@compute @workgroup_size({{ workgroup_size_x }})
-fn attention_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
-                  @builtin(local_invocation_index) lid: u32) {
-    let row = row_of(wid, nwg);
-    if (row >= info[0]) {
-        return;
-    }
-    let n = info[1];
-    let base = info[2] + row * n;
-    let has_mask = info[3] != 0u;
-    let scale = bitcast<f32>(info[5]);
-    let col = info[7];
-    var mask_base = info[6];
-    var r = row;
-    for (var d = info[4]; d > 0u; d = d - 1u) {
-        let size = info[6u + 2u * d];
-        mask_base = mask_base + (r % size) * info[7u + 2u * d];
-        r = r / size;
-    }
-    let neg_inf = bitcast<f32>(0xff800000u);
-    var m = neg_inf;
-    for (var i = lid; i < n; i = i + WG) {
-        m = max(m, masked_score(base + i, mask_base + i * col, scale, has_mask));
-    }
-    m = combine_all(lid, m, true);
-    let dead = m == neg_inf;  // no barrier depends on it: the workgroup stays uniform
-    var s = 0.0;
-    for (var i = lid; i < n; i = i + WG) {
-        s = s + exp(masked_score(base + i, mask_base + i * col, scale, has_mask) - m);
-    }
-    s = combine_all(lid, s, false);
-    for (var i = lid; i < n; i = i + WG) {
-        let e = exp(masked_score(base + i, mask_base + i * col, scale, has_mask) - m);
-        y[row * n + i] = select(e / s, 0.0, dead);
     }
 }
