@@ -259,17 +259,24 @@ class Backend:
         e = self.unary(UnaryOp.EXP, shifted)
         return self.binary(BinaryOp.DIV, e, self.reduce(ReduceOp.SUM, e, (dim,), True))
 
-    def linear(self, x, weight):
-        """`x @ weight^T` for `x` [..., in] (rank >= 1) and a 2-D `weight` [out, in] of the
-        same dtype (nn.Linear without its bias): one matmul with a transposed view."""
+    #: Whether `linear` adds the bias inside its matmul (else it is a separate add, which the
+    #: Fusion layer records as such so that it fuses with what follows).
+    linear_bias_in_kernel = False
+
+    def linear(self, x, weight, bias=None):
+        """`x @ weight^T (+ bias)` for `x` [..., in] (rank >= 1), a 2-D `weight` [out, in]
+        and an optional `bias` [out], all of one dtype (nn.Linear): one matmul with a
+        transposed view, then the bias add."""
         shape = self.shape_of(x)
         wt = self.permute(weight, (1, 0))
         if len(shape) == 1:
             y = self.matmul(self.reshape(x, (1,) + shape), wt)
-            return self.reshape(y, self.shape_of(y)[1:])
-        if len(shape) > 2:
-            wt = self.reshape(wt, (1,) * (len(shape) - 2) + self.shape_of(wt))
-        return self.matmul(x, wt)
+            y = self.reshape(y, self.shape_of(y)[1:])
+        else:
+            if len(shape) > 2:
+                wt = self.reshape(wt, (1,) * (len(shape) - 2) + self.shape_of(wt))
+            y = self.matmul(x, wt)
+        return y if bias is None else self.binary(BinaryOp.ADD, y, bias)
 
     def layer_norm(self, x, n_dims: int, eps: float, weight=None, bias=None):
         """`(x - mean) / sqrt(var + eps) * weight + bias` over the trailing `n_dims` dims

@@ -349,11 +349,15 @@ class NumpyBackend(Backend):
         _row_blocks(work, rows.shape[0], n * x.itemsize)
         return out.reshape(x.shape)
 
-    def linear(self, x, weight):
-        """One GEMM on the 2-D view of `x` (the same call the generic helper ends in)."""
+    def linear(self, x, weight, bias=None):
+        """One GEMM on the 2-D view of `x` (the same call the generic helper ends in), the
+        bias added in place."""
         if x.ndim < 2:
-            return super().linear(x, weight)
-        return self.matmul(x, weight.T.reshape((1,) * (x.ndim - 2) + weight.T.shape))
+            return super().linear(x, weight, bias)
+        y = self.matmul(x, weight.T.reshape((1,) * (x.ndim - 2) + weight.T.shape))
+        if bias is not None:
+            y += bias
+        return y
 
     def attention(self, q, k, v, mask=None, scale: float = 1.0):
         """float32/float64 with the same batch dims: the scores, scale, mask, softmax and

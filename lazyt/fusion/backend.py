@@ -322,18 +322,35 @@ class Fusion(Backend):
         return self.custom(f"softmax(dim={dim})", self.inner.softmax, (x,),
                            ((x.shape, x.dtype),), (dim,), location=user_location(2))[0]
 
-    def linear(self, x: FT, weight: FT) -> FT:
+    def linear(self, x: FT, weight: FT, bias=None) -> FT:
         """One opaque op (the inner backend's `linear`: a matmul with a transposed view)
-        instead of a permute, a reshape and a matmul."""
-        if type(x) is not FT or type(weight) is not FT:
-            return Backend.linear(self, x, weight)
+        instead of a permute, a reshape and a matmul. The bias is part of the op where the
+        inner backend adds it in the kernel (wgpu); else it is an add of its own, which fuses
+        with what follows (numpy)."""
+        if type(x) is not FT or type(weight) is not FT or (bias is not None
+                                                           and type(bias) is not FT):
+            return Backend.linear(self, x, weight, bias)
         if not x.shape or len(weight.shape) != 2 or x.shape[-1] != weight.shape[1]:
             raise ShapeError(f"linear: input {x.shape} does not end with the weight's "
                              f"in_features ({weight.shape} is [out, in])")
         _same_dtype("linear", x, weight)
-        return self.custom("linear", self.inner.linear, (x, weight),
-                           ((x.shape[:-1] + weight.shape[:1], x.dtype),),
-                           location=user_location(2))[0]
+        out = ((x.shape[:-1] + weight.shape[:1], x.dtype),)
+        if bias is not None:
+            if bias.shape != weight.shape[:1]:
+                raise ShapeError(f"linear: bias of shape {bias.shape} should be "
+                                 f"{weight.shape[:1]} for the weight {weight.shape}")
+            _same_dtype("linear", x, bias)
+            if self.inner.linear_bias_in_kernel and len(x.shape) >= 2:
+                fn = self.__dict__.get("_linear_bias_fn")
+                if fn is None:  # made once: a custom op's function is part of the plan key
+                    inner = self.inner
+                    fn = self.__dict__["_linear_bias_fn"] = \
+                        lambda x, w, b: inner.linear(x, w, b)
+                return self.custom("linear+bias", fn, (x, weight, bias), out,
+                                   location=user_location(2))[0]
+        y = self.custom("linear", self.inner.linear, (x, weight), out,
+                        location=user_location(2))[0]
+        return y if bias is None else self.binary(BinaryOp.ADD, y, bias)
 
     def layer_norm(self, x: FT, n_dims: int, eps: float, weight=None, bias=None) -> FT:
         """One opaque op when the inner backend has its own layer_norm, as softmax."""

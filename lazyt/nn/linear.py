@@ -37,8 +37,12 @@ class Linear(Module):
         if x.dtype is not w.dtype:  # promote as matmul does
             d = dt.promote(x.dtype, w.dtype)
             x, w = x.to(d), w.to(d)
-        y = Dispatch.helper("linear", x, w)
-        return y if self.bias is None else y + self.bias
+        b = self.bias
+        if b is None:
+            return Dispatch.helper("linear", x, w)
+        if b.dtype is not w.dtype or b.shape != w.shape[:1]:  # promote / broadcast as + does
+            return Dispatch.helper("linear", x, w) + b
+        return Dispatch.helper("linear", x, w, b)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "

@@ -21,6 +21,18 @@ B = NumpyBackend()
 RNG = np.random.default_rng(7)
 
 
+def _device(name: str):
+    """"cpu", "cpu-nofusion" or "wgpu" (skipped where no wgpu adapter is present)."""
+    if name == "cpu-nofusion":
+        return lazyt.device("cpu", fusion=False)
+    try:
+        dev = lazyt.device(name)
+        dev.backend  # noqa: B018 - builds the stack
+    except lazyt.DeviceError as e:
+        pytest.skip(f"{name} is not available here: {e}")
+    return dev
+
+
 def _erf64(x):
     return np.array([math.erf(float(v)) for v in np.ravel(x)]).reshape(np.shape(x))
 
@@ -242,7 +254,7 @@ def test_layer_norm_on_the_fusion_layer_checks_its_arguments():
 @pytest.mark.parametrize("device", ["cpu", "cpu-nofusion", "wgpu"])
 def test_linear_helper_and_module(shape, device):
     from lazyt import nn
-    dev = lazyt.device("cpu", fusion=False) if device == "cpu-nofusion" else lazyt.device(device)
+    dev = _device(device)
     lin = nn.Linear(16, 8).to(dev)
     x = RNG.standard_normal(shape).astype(np.float32)
     want = x @ lin.weight.numpy().T + lin.bias.numpy()
@@ -251,10 +263,51 @@ def test_linear_helper_and_module(shape, device):
         got = y.numpy()
     assert y.shape == want.shape and y.dtype == lazyt.float32
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
-    if device != "cpu-nofusion":
+    if device == "wgpu" and len(shape) >= 2:  # the bias is added in the matmul kernel
+        assert report.opaque_ops == ["linear+bias"] and not report.blocks
+    elif device != "cpu-nofusion":
         assert report.opaque_ops == ["linear"]  # one op, not permute + reshape + matmul
     tracked = lin(lazyt.tensor(x, device=dev)).numpy()  # the weight is tracked: primitives
     np.testing.assert_allclose(tracked, got, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("dims", [(16, 8), (5, 7), (64, 130), (3, 1)])
+@pytest.mark.parametrize("device", ["cpu", "cpu-nofusion", "wgpu"])
+def test_linear_bias_in_the_kernel(dims, device):
+    """The bias is added as the matmul stores its output (wgpu), for any out_features (the
+    vec4 and scalar stores, partial tiles), batch dims, and a bias that is a strided view."""
+    from lazyt import nn
+    dev = _device(device)
+    n_in, n_out = dims
+    lin = nn.Linear(n_in, n_out).to(dev)
+    for shape in [(3, n_in), (2, 70, n_in)]:
+        x = RNG.standard_normal(shape).astype(np.float32)
+        want = x @ lin.weight.numpy().T + lin.bias.numpy()
+        with lazyt.no_grad():
+            np.testing.assert_allclose(lin(lazyt.tensor(x, device=dev)).numpy(), want,
+                                       rtol=1e-5, atol=1e-5)
+    base = dev.base_backend
+    w = base.from_numpy(RNG.standard_normal((n_out, n_in)).astype(np.float32))
+    b2 = RNG.standard_normal((2, n_out)).astype(np.float32)
+    strided = base.slice(base.from_numpy(b2.T.copy()), ((0, n_out, 1), (1, 2, 1)))
+    strided = base.reshape(strided, (n_out,))  # stride 2: every other element
+    xs = RNG.standard_normal((4, n_in)).astype(np.float32)
+    got = base.to_numpy(base.linear(base.from_numpy(xs), w, strided))
+    np.testing.assert_allclose(got, xs @ base.to_numpy(w).T + b2[1], rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("n_out", [6, 8])
+@pytest.mark.parametrize("device", ["cpu", "wgpu"])
+def test_linear_bias_float16(n_out, device):
+    from lazyt import nn
+    dev = _device(device)
+    lin = nn.Linear(16, n_out).to(dev).to(lazyt.float16)
+    x = RNG.standard_normal((5, 16)).astype(np.float16)
+    with lazyt.no_grad():
+        y = lin(lazyt.tensor(x, device=dev))
+    assert y.dtype == lazyt.float16
+    want = x.astype(np.float32) @ lin.weight.numpy().astype(np.float32).T + lin.bias.numpy()
+    np.testing.assert_allclose(y.numpy(), want, rtol=5e-3, atol=5e-3)
 
 
 def test_linear_gradients_promotion_and_errors():
@@ -285,3 +338,13 @@ def test_linear_gradients_promotion_and_errors():
                                                                               np.float32)))
     with pytest.raises(lazyt.DTypeError):
         F.linear(F.from_numpy(np.ones((2, 5), np.float32)), F.from_numpy(np.ones((3, 5))))
+    one = np.ones((2, 5), np.float32)
+    with pytest.raises(lazyt.ShapeError, match="bias of shape"):
+        F.linear(F.from_numpy(one), F.from_numpy(np.ones((3, 5), np.float32)),
+                 F.from_numpy(np.ones(5, np.float32)))
+    with pytest.raises(lazyt.DTypeError):
+        F.linear(F.from_numpy(one), F.from_numpy(np.ones((3, 5), np.float32)),
+                 F.from_numpy(np.ones(3)))
+    y = F.linear(F.from_numpy(one), F.from_numpy(np.ones((3, 5), np.float32)),
+                 F.from_numpy(np.arange(3, dtype=np.float32)))
+    np.testing.assert_array_equal(F.to_numpy(y), [[5, 6, 7], [5, 6, 7]])

@@ -363,13 +363,29 @@ class WgpuBackend(CubeBackend):
         return out
 
     # ------------------------------------------------------------------ matmul
+    #: `linear` adds its bias in the matmul kernel (the Fusion layer records it in the op).
+    linear_bias_in_kernel = True
+
+    def linear(self, x: CubeTensor, weight: CubeTensor, bias=None) -> CubeTensor:
+        """`x @ weight^T (+ bias)`: one matmul with a transposed view of the weight, the bias
+        added as the output is stored."""
+        if x.ndim < 2 or bias is None:
+            return super().linear(x, weight, bias)
+        wt = self.permute(weight, (1, 0))
+        wt = self.reshape(wt, (1,) * (x.ndim - 2) + wt.shape)
+        return self._matmul(x, wt, self.contiguous(bias))
+
     def matmul(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
+        return self._matmul(lhs, rhs, None)
+
+    def _matmul(self, lhs: CubeTensor, rhs: CubeTensor, bias) -> CubeTensor:
         out_shape = sh.matmul(lhs.shape, rhs.shape)
         m, k = lhs.shape[-2:]
         n = rhs.shape[-1]
         dtype = lhs.dtype
         if k == 0:
-            return self.zeros(out_shape, dtype)
+            out = self.zeros(out_shape, dtype)
+            return out if bias is None else self.binary(BinaryOp.ADD, out, bias)
         out = self.alloc("matmul", out_shape, dtype)
         if out.num_elements == 0:
             return out
@@ -390,16 +406,18 @@ class WgpuBackend(CubeBackend):
                 -(-n // cfg.bn) * -(-m // cfg.bm) * math.prod(batch) < SMALL_GRID:
             cfg = small
         t = cg.wgsl_type(dtype)
-        p = self._generated(("matmul", dtype.name, vec4, cfg), "matmul",
-                            lambda: cg.matmul_kernel(t, cfg, vec4))
+        has_bias = bias is not None
+        p = self._generated(("matmul", dtype.name, vec4, cfg, has_bias), "matmul",
+                            lambda: cg.matmul_kernel(t, cfg, vec4, has_bias))
         top = self.client.limits.max_workgroups_per_dim
         gx, gy = -(-n // cfg.bn), -(-m // cfg.bm)
         if gx > top or gy > top:
             raise ShapeError(f"matmul: output {out_shape} needs {gy} x {gx} tiles; "
                              f"{self.device} allows {top} per dimension")
         info = _u32([m, n, k, lhs.offset, a_rs, a_ks, rhs.offset, b_ks, b_cs, batches,
-                     len(bshape), *bshape, *a_bs, *b_bs])
-        self.client.launch(p, CubeCount(gx, gy, min(batches, top)), [lhs, rhs, out, info])
+                     len(bshape), *bshape, *a_bs, *b_bs] + ([bias.offset] if has_bias else []))
+        self.client.launch(p, CubeCount(gx, gy, min(batches, top)),
+                           [lhs, rhs, out, bias, info] if has_bias else [lhs, rhs, out, info])
         return out
 
     @staticmethod

@@ -445,7 +445,7 @@ def _tile_loads(t: WgslType, cfg: MatmulConfig, vec4: bool, wg: int):
     return decl, fetch, store
 
 
-def matmul_kernel(t: WgslType, cfg: MatmulConfig, vec4: bool) -> str:
+def matmul_kernel(t: WgslType, cfg: MatmulConfig, vec4: bool, bias: bool = False) -> str:
     """A batched matmul `out[b] = lhs[b] @ rhs[b]` (strided operands, broadcast batch dims) with
     the inner product fully unrolled over scalar/vec4 registers: no function-local arrays,
     which spill to slow memory on real GPUs.
@@ -453,8 +453,11 @@ def matmul_kernel(t: WgslType, cfg: MatmulConfig, vec4: bool) -> str:
     `vec4`: lhs rows and rhs rows are contiguous with K and N multiples of 4 and 4-aligned
     offsets, so global loads (and stores when the storage type is the compute type) use vec4.
 
+    `bias`: a contiguous vector of N values is added to every output row as it is stored
+    (nn.Linear's bias: no pass of its own); its offset is the info word after the strides.
+
     info: [M, N, K, a_off, a_rs, a_ks, b_off, b_ks, b_cs, batches, brank,
-           bshape[brank], a_bstride[brank], b_bstride[brank]]
+           bshape[brank], a_bstride[brank], b_bstride[brank], (bias_off)]
     """
     bm, bn, bk, tm, tn = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn
     c = t.compute
@@ -471,7 +474,9 @@ def matmul_kernel(t: WgslType, cfg: MatmulConfig, vec4: bool) -> str:
     L.append(f"@group(0) @binding(0) var<storage, read> lhs: array<{in_ty}>;")
     L.append(f"@group(0) @binding(1) var<storage, read> rhs: array<{in_ty}>;")
     L.append(f"@group(0) @binding(2) var<storage, read_write> out: array<{out_ty}>;")
-    L.append("@group(0) @binding(3) var<storage, read> info: array<u32>;")
+    if bias:
+        L.append(f"@group(0) @binding(3) var<storage, read> bias: array<{t.storage}>;")
+    L.append(f"@group(0) @binding({4 if bias else 3}) var<storage, read> info: array<u32>;")
     L.append(f"var<workgroup> As: array<{v}, {bk * bm // 4}>;   // As[k][m], m fastest")
     L.append(f"var<workgroup> Bs: array<{v}, {bk * bn // 4}>;   // Bs[k][n], n fastest")
     L.append(f"""
@@ -532,19 +537,28 @@ fn main(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec
     L.append("        }")
     # ---- store
     L.append("        let o_base = batch * M * N;")
+    if bias:
+        L.append("        let bias_off = info[11u + 3u * brank];")
+        for q in range(tn // 4):  # the bias of this invocation's columns (0 past N)
+            col = f"n0 + tx * {tn}u + {4 * q}u"
+            parts = ", ".join(
+                f"select({c}({zero}), {t.load(f'bias[bias_off + min({col} + {j}u, N - 1u)]')}, "
+                f"{col} + {j}u < N)" for j in range(4))
+            L.append(f"        let bias{q} = {v}({parts});")
     for r in range(tm):
         L.append(f"        let gm{r} = m0 + ty * {tm}u + {r}u;")
         L.append(f"        if (gm{r} < M) {{")
         for q in range(tn // 4):
             col = f"n0 + tx * {tn}u + {4 * q}u"
+            val = f"(c{r}_{q} + bias{q})" if bias else f"c{r}_{q}"
             if vec_out:
                 L.append(f"            if ({col} < N) {{ "
-                         f"out[(o_base + gm{r} * N + {col}) / 4u] = c{r}_{q}; }}")
+                         f"out[(o_base + gm{r} * N + {col}) / 4u] = {val}; }}")
             else:
                 for j in range(4):
                     L.append(f"            if ({col} + {j}u < N) {{ "
                              f"out[o_base + gm{r} * N + {col} + {j}u] = "
-                             f"{t.store(f'c{r}_{q}[{j}]')}; }}")
+                             f"{t.store(f'{val}[{j}]')}; }}")
         L.append("        }")
     L.append("    }\n}\n")
     return "\n".join(L)
