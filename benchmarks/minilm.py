@@ -214,7 +214,8 @@ def run_device(spec: str, args, ids, mask, with_torch: bool) -> None:
 #: Base-backend methods the profiler times (the primitive op set and the fused-block runner).
 PROFILED = ("matmul", "unary", "binary", "where", "cast", "reduce", "reshape", "permute",
             "expand", "slice", "cat", "contiguous", "gather", "index_select", "from_numpy",
-            "to_numpy", "full", "zeros", "run_fused")
+            "to_numpy", "full", "zeros", "run_fused", "linear", "attention", "layer_norm",
+            "softmax")
 
 
 def _op_key(name: str, a: tuple) -> str:
@@ -225,10 +226,12 @@ def _op_key(name: str, a: tuple) -> str:
 
 class _OpTimer:
     """Times every call of the PROFILED methods of a base backend (instance attributes shadow
-    the class methods; `close` removes them), charged to `(op, where())`."""
+    the class methods; `close` removes them), charged to `(op, where())`. A call made inside
+    another (a helper's matmul) is charged to the outer one."""
 
     def __init__(self, base, where):
         self.base, self.where, self.totals = base, where, {}
+        self.depth = 0
         for name in PROFILED:
             method = getattr(base, name, None)
             if method is not None:
@@ -236,10 +239,14 @@ class _OpTimer:
 
     def _timed(self, name, method):
         def call(*a, **k):
+            if self.depth:
+                return method(*a, **k)
+            self.depth += 1
             t0 = time.perf_counter()
             try:
                 return method(*a, **k)
             finally:
+                self.depth -= 1
                 key = (_op_key(name, a), self.where())
                 self.totals[key] = self.totals.get(key, 0.0) + time.perf_counter() - t0
         return call

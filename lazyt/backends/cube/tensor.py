@@ -1,6 +1,7 @@
 """CubeTensor: the primitive of the Cube-family backends, a strided view of a device buffer."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -10,6 +11,11 @@ from ...errors import DeviceError
 
 def contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
     """Row-major strides, in elements, of a dense tensor of `shape`."""
+    return _strides(shape if type(shape) is tuple else tuple(shape))
+
+
+@functools.lru_cache(maxsize=4096)  # a model's ops see a few dozen shapes, again and again
+def _strides(shape: tuple) -> tuple[int, ...]:
     strides = []
     step = 1
     for size in reversed(shape):
@@ -32,15 +38,15 @@ class CubeTensor:
     offset: int = 0
 
     def __post_init__(self):
-        object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
-        object.__setattr__(self, "strides", tuple(int(s) for s in self.strides))
+        object.__setattr__(self, "shape", tuple(map(int, self.shape)))
+        object.__setattr__(self, "strides", tuple(map(int, self.strides)))
         object.__setattr__(self, "offset", int(self.offset))
 
     @classmethod
     def new_contiguous(cls, client: Any, device: Any, shape: tuple[int, ...], handle: Any,
                        dtype: DType) -> CubeTensor:
         """A dense row-major tensor filling `handle` from its start."""
-        shape = tuple(int(s) for s in shape)
+        shape = tuple(map(int, shape))
         return cls(client, device, shape, contiguous_strides(shape), handle, dtype)
 
     @property
