@@ -84,7 +84,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             raise ShapeError(f"scaled_dot_product_attention: {name} needs rank >= 2 "
                              f"([..., seq, features]), got shape {t.shape}")
     common_device("scaled_dot_product_attention", (query, key, value))
-    if not query.dtype is key.dtype is value.dtype:
+    if not (query.dtype is key.dtype is value.dtype):
         raise DTypeError("scaled_dot_product_attention: query, key and value must have one "
                          f"dtype, got {query.dtype.name}, {key.dtype.name}, {value.dtype.name}")
     if query.shape[-1] != key.shape[-1] or key.shape[-2] != value.shape[-2]:
@@ -134,13 +134,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         return zeros(batch + (n_q, value.shape[-1]), dtype=query.dtype, device=query.device)
     if dropout_p == 0.0:
         return Dispatch.helper("attention", q, k, v, mask, float(scale))
-    # dropout needs the weights themselves: the composed form
+    # dropout needs the weights themselves: the generic helper's steps, written out
     w = q.matmul(k.mT) * scale
     if mask is not None:
-        w = w + mask
-    w = w.softmax(-1)
-    if mask is not None:
-        w = where(mask.max(-1, keepdim=True) == float("-inf"), 0.0, w)
+        dead = mask.max(-1, keepdim=True) == float("-inf")
+        w = where(dead, 0.0, w + mask).softmax(-1)
+        w = where(dead, 0.0, w)
+    else:
+        w = w.softmax(-1)
     from .creation import rand
     keep = rand(w.shape, device=w.device) >= dropout_p
     w = where(keep, w * (1.0 / (1.0 - dropout_p)), 0.0) if dropout_p < 1.0 else w * 0.0
@@ -151,6 +152,6 @@ def _with_rank(t: Tensor, nd: int) -> Tensor:
     return t if t.ndim == nd else Dispatch.reshape(t, (1,) * (nd - t.ndim) + t.shape)
 
 
-__all__ = list(_NAMES) + ["scaled_dot_product_attention", "maximum", "minimum", "add", "sub", "mul", "div", "pow", "cat",
+__all__ = list(_NAMES) + ["maximum", "minimum", "add", "sub", "mul", "div", "pow", "cat",
                           "stack", "where", "matmul", "gather", "index_select", "index_add",
-                          "scatter_add"]
+                          "scatter_add", "scaled_dot_product_attention"]

@@ -201,6 +201,15 @@ def test_dropout(rng):
     p = np.exp(s - s.max(-1, keepdims=True))
     p = p / p.sum(-1, keepdims=True)
     np.testing.assert_allclose(out, np.where(keep, p * 2, 0) @ vn, rtol=1e-5, atol=1e-6)
+    # a query that sees no key: zeros and finite gradients with dropout too
+    tq, tk, tv = (t.detach().require_grad() for t in (q, k, v))
+    mask = np.ones((4, 5), bool)
+    mask[2] = False
+    out = sdpa(tq, tk, tv, lazyt.tensor(mask, device=dev), dropout_p=0.3)
+    grads = out.sum().backward()
+    assert np.all(out.numpy()[:, :, 2] == 0)
+    for t in (tq, tk, tv):
+        assert np.isfinite(t.grad(grads).numpy()).all()
 
 
 @pytest.mark.parametrize("call, error, words", [
