@@ -23,6 +23,7 @@ from ..cube.backend import CubeBackend
 from ..cube.source import CubeCount, CubeDim, FileKernelSource, SourceKernel, TextKernelSource
 from ..cube.tensor import CubeTensor, contiguous_strides
 from . import codegen as cg
+from . import replay as _replay
 from .client import ComputeClient, Pipeline
 
 _KERNELS = Path(__file__).resolve().parent / "kernels"
@@ -79,10 +80,14 @@ class WgpuBackend(CubeBackend):
     """The wgpu base backend of `lazyt.device("wgpu:N")`."""
 
     name = "wgpu"
+    #: Re-issue a kernel op's recorded launches instead of re-running its logic (replay.py).
+    replay = _replay.ENABLED
 
     def __init__(self, client: ComputeClient, device: str, adapter_kind: str = ""):
         super().__init__(client, device)
         self._kernels: dict[tuple, Pipeline] = {}
+        self._replays = _replay.new_memo()
+        self.replay_hits = 0       # ops served by a replay (for tests and benchmarks)
         # CPU adapters (lavapipe) run small tiles faster; GPUs want big register blocks.
         if adapter_kind == "CPU":
             self.matmul_config = cg.MatmulConfig(bm=32, bn=32, bk=8, tm=4, tn=4)
@@ -314,6 +319,7 @@ class WgpuBackend(CubeBackend):
             return super().layer_norm(x, n_dims, eps, weight, bias)
         return self._rows("layer_norm_rows", x, n_dims, eps, weight, bias)
 
+    @_replay.replayable()
     def attention(self, q: CubeTensor, k: CubeTensor, v: CubeTensor, mask=None,
                   scale: float = 1.0) -> CubeTensor:
         """float32: the scores' matmul, one row kernel for the scale, the mask and the softmax
@@ -345,6 +351,7 @@ class WgpuBackend(CubeBackend):
                            [scores, probs, scores if mask is None else mask, info])
         return self.matmul(probs, v)
 
+    @_replay.replayable()
     def _rows(self, entry: str, x: CubeTensor, n_dims: int, eps: float, weight, bias):
         x = self.contiguous(x)
         n = math.prod(x.shape[x.ndim - n_dims:])
@@ -378,6 +385,7 @@ class WgpuBackend(CubeBackend):
     def matmul(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
         return self._matmul(lhs, rhs, None)
 
+    @_replay.replayable(extra=lambda self: (self.matmul_config, self.matmul_config_small))
     def _matmul(self, lhs: CubeTensor, rhs: CubeTensor, bias) -> CubeTensor:
         out_shape = sh.matmul(lhs.shape, rhs.shape)
         m, k = lhs.shape[-2:]
@@ -438,6 +446,7 @@ class WgpuBackend(CubeBackend):
         info = _u32([n, len(shape), x.offset, out_offset, *shape, *src_st, *dst_st])
         self.client.launch(p, self.groups_for(n), [x, out, info])
 
+    @_replay.replayable()
     def copy(self, x: CubeTensor) -> CubeTensor:
         out = self.alloc("contiguous", x.shape, x.dtype)
         self._copy_into(x, out, 0, out.strides)
@@ -544,6 +553,7 @@ class WgpuBackend(CubeBackend):
             v = np.float32(np.float16(value))
         return int(np.array([v], np.float32).view(np.uint32)[0])
 
+    @_replay.replayable()
     def run_fused(self, block, inputs: Sequence, scalars: Sequence) -> list:
         """One generated kernel per fused elementwise block (split when it would bind more
         storage buffers than the adapter allows)."""

@@ -167,6 +167,8 @@ class ComputeClient:
         self._error_msgs: list[Callable[[int], str]] = []
         self._staging = None
         self._timer: DeviceTimer | None = None
+        # per thread, while a backend op is being recorded for replay (replay.py): its Tape
+        self.taping = threading.local()
 
     # ------------------------------------------------------------------ buffers
     def _create_buffer(self, size: int):
@@ -190,11 +192,23 @@ class ComputeClient:
         """An uninitialized buffer of at least `nbytes` (from the pool when one fits)."""
         nbytes = int(nbytes)
         self.check_size(nbytes)
-        return self.pool.acquire(nbytes)
+        handle = self.pool.acquire(nbytes)
+        tape = getattr(self.taping, "tape", None)
+        if tape is not None:
+            tape.allocs.append(handle)
+        return handle
+
+    def _untaped(self) -> None:
+        """Something a replay would not redo (an upload, a read, a range check) happened
+        while an op is being recorded: that op is not replayed."""
+        tape = getattr(self.taping, "tape", None)
+        if tape is not None:
+            tape.ok = False
 
     @_locked
     def create_from_slice(self, data) -> Handle:
         """A buffer holding `data` (bytes or a contiguous numpy array)."""
+        self._untaped()
         if isinstance(data, np.ndarray):
             data = np.ascontiguousarray(data).reshape(-1)
         view = memoryview(data).cast("B")
@@ -212,6 +226,7 @@ class ComputeClient:
     @_locked
     def read(self, handle, nbytes: int | None = None, offset: int = 0) -> bytes:
         """The bytes of `handle` (after everything recorded so far has run)."""
+        self._untaped()
         if hasattr(handle, "handle") and hasattr(handle, "shape"):   # a CubeTensor
             handle = handle.handle
         buffer = handle.buffer if isinstance(handle, Handle) else handle
@@ -255,6 +270,7 @@ class ComputeClient:
     def error_slot(self, message: Callable[[int], str]) -> int:
         """A slot for one launch's range check; `message(bad_value)` explains a failure. The
         check is read with the next `read`/`sync` and raised as `IndexOutOfRangeError` there."""
+        self._untaped()
         if len(self._error_msgs) >= ERROR_SLOTS:
             self.sync()
         self._error_msgs.append(message)
@@ -352,6 +368,9 @@ class ComputeClient:
         if len(bindings) != len(p.kinds):
             raise LazytError(f"launch of {p.name!r}: the kernel declares {len(p.kinds)} "
                              f"bindings ({', '.join(p.kinds)}), got {len(bindings)}")
+        tape = getattr(self.taping, "tape", None)
+        if tape is not None:
+            tape.launches.append((p, cube_count, list(bindings)))
         if cube_count.total == 0:
             return
         key = [id(p.bind_layout)]
