@@ -69,6 +69,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     the keys where it is True, a float mask (query's dtype) is added. `is_causal` lets query
     i see keys 0..i. `scale` defaults to 1 / sqrt(E). A query that sees no key gives zeros.
     `dropout_p` drops attention weights (always, as torch: pass 0.0 outside training).
+    float16 is computed in float32 and rounded once.
 
     One helper call (`Backend.attention`): the numpy backend computes a few heads at a time
     in cache instead of the whole batch's scores; gradients reach all inputs and a float mask.
@@ -115,11 +116,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         common_device("scaled_dot_product_attention", (query, attn_mask))
         if attn_mask.dtype is dt.bool_:
             mask = where(attn_mask, 0.0, float("-inf")).to(query.dtype)
-        elif attn_mask.dtype is query.dtype:
-            mask = attn_mask
+        elif attn_mask.dtype is query.dtype or attn_mask.dtype is dt.float32:
+            mask = attn_mask.to(query.dtype)  # as torch: float32 masks go with any query
         else:
-            raise DTypeError("scaled_dot_product_attention: attn_mask must be bool or have "
-                             f"the query's dtype {query.dtype.name}, got {attn_mask.dtype.name}")
+            raise DTypeError("scaled_dot_product_attention: attn_mask must be bool, float32 "
+                             f"or the query's dtype {query.dtype.name}, got "
+                             f"{attn_mask.dtype.name}")
         try:
             fits = sh.broadcast("attn_mask", mask.shape, scores) == scores
         except ShapeError:
@@ -128,10 +130,13 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
             raise ShapeError(f"scaled_dot_product_attention: attn_mask of shape "
                              f"{attn_mask.shape} does not broadcast to the scores {scores}")
         mask = _with_rank(mask, nd)
+    # one batch shape for all three (views), so every backend sees matching batch dims
     q, k, v = (_with_rank(t, nd) for t in (query, key, value))
+    q, k, v = (t if t.shape[:-2] == batch else t.expand(batch + t.shape[-2:])
+               for t in (q, k, v))
     if 0 in scores or 0 in value.shape[-1:]:
-        from .creation import zeros
-        return zeros(batch + (n_q, value.shape[-1]), dtype=query.dtype, device=query.device)
+        # nothing to normalize: zeros, still connected to the inputs (zero gradients)
+        return q.matmul(k.mT).matmul(v)
     if dropout_p == 0.0:
         return Dispatch.helper("attention", q, k, v, mask, float(scale))
     # dropout needs the weights themselves: the generic helper's steps, written out

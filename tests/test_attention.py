@@ -249,3 +249,72 @@ def test_mixed_devices_raise(rng):
     q, k, v = qkv(rng)
     with pytest.raises(lazyt.DeviceError):
         sdpa(*on(lazyt.device("cpu"), q, k), lazyt.tensor(v, device=gpu))
+
+
+def test_value_and_mask_batch_larger_than_query_key(device, check, rng):
+    """The batch of v (and the mask) may exceed that of q and k: every backend sees the
+    broadcast batch."""
+    q = rng.standard_normal((1, 4, 8)).astype(np.float32)
+    k = rng.standard_normal((1, 5, 8)).astype(np.float32)
+    v = rng.standard_normal((3, 5, 6)).astype(np.float32)
+    mask = rng.standard_normal((3, 4, 5)).astype(np.float32)
+    check(sdpa(*on(device, q, k, v, mask)), reference(q, k, v, mask))
+
+
+@pytest.mark.parametrize("sizes", [dict(n_k=0), dict(n_q=0), dict(batch=(0, 3)),
+                                   dict(ev=0)])
+def test_empty_sizes_keep_zero_gradients(device, rng, sizes):
+    q, k, v = (t.require_grad() for t in on(device, *qkv(rng, **sizes)))
+    out = sdpa(q, k, v)
+    grads = (out.sum() + q.sum() + k.sum() + v.sum()).backward()
+    for t in (q, k, v):
+        g = t.grad(grads)
+        assert g is not None and g.shape == t.shape
+        np.testing.assert_array_equal(g.numpy(), np.ones(t.shape, np.float32))
+
+
+def test_scores_that_overflow_to_minus_inf_give_zeros(device):
+    """torch's rule: a query whose every score (with the mask) is -inf gets weights of zero,
+    also when the mask alone is finite."""
+    q = np.full((1, 2, 4), 1e30, np.float32)
+    k = np.full((1, 3, 4), -1e30, np.float32)
+    v = np.arange(6, dtype=np.float32).reshape(1, 3, 2)
+    out = sdpa(*on(device, q, k, v, np.zeros((2, 3), np.float32))).numpy()
+    np.testing.assert_array_equal(out, np.zeros((1, 2, 2), np.float32))
+
+
+def test_float16_mask_of_the_lowest_value_stays_finite(device):
+    """float16 adds the mask in float32: the lowest float16 plus a score does not overflow
+    into a row of -inf (torch gives the values' average here)."""
+    q = np.full((1, 2, 4), 8, np.float16)
+    k = np.full((1, 3, 4), -8, np.float16)
+    v = np.arange(6, dtype=np.float16).reshape(1, 3, 2)
+    mask = np.zeros((2, 3), np.float16)
+    mask[0] = np.finfo(np.float16).min
+    out = sdpa(*on(device, q, k, v, mask)).numpy()
+    np.testing.assert_allclose(out[0, 0], [2, 3])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float64])
+def test_float32_mask_goes_with_any_query_dtype(device, check, rng, dtype):
+    q, k, v = qkv(rng, dtype=dtype)
+    mask = rng.standard_normal((4, 5)).astype(np.float32)
+    out = sdpa(*on(device, q, k, v, mask))
+    assert out.dtype is getattr(lazyt, np.dtype(dtype).name)
+    ref = reference(*(a.astype(np.float64) for a in (q, k, v)), mask.astype(dtype).astype(
+        np.float64))
+    check(out, ref.astype(dtype), rtol=1e-2 if dtype == np.float16 else None,
+          atol=1e-2 if dtype == np.float16 else None)
+
+
+def test_bert_attention_keeps_mask_promotion(rng):
+    """`lazyt.models.bert.scaled_dot_product_attention` adds a mask of another dtype with the
+    usual promotion (as before it used the helper)."""
+    from lazyt.models.bert import scaled_dot_product_attention as bert_sdpa
+    q, k, v = on(lazyt.device("cpu"), *qkv(rng, dtype=np.float16))
+    mask = lazyt.zeros((2, 1, 1, 5))
+    assert bert_sdpa(q, k, v, mask).dtype is lazyt.float32
+    q32, k32, v32 = (t.to(lazyt.float32) for t in (q, k, v))
+    ones = lazyt.ones((2, 1, 1, 5), dtype=lazyt.bool_)  # a bool mask is added (+1 everywhere)
+    np.testing.assert_allclose(bert_sdpa(q32, k32, v32, ones).numpy(),
+                               bert_sdpa(q32, k32, v32).numpy(), rtol=1e-5, atol=1e-6)

@@ -303,7 +303,11 @@ class Backend:
         """`softmax(q @ k^T * scale + mask) @ v` for q [..., L, E], k [..., S, E] and v
         [..., S, Ev] of one float dtype and rank (batch dims broadcast as in matmul); `mask`
         is an additive bias of q's dtype and rank that broadcasts to the scores [..., L, S],
-        or None. A query whose mask is -inf for every key gives zeros (as torch), not NaN."""
+        or None. A query whose scores are all -inf gives zeros (torch's rule), not NaN.
+        float16 is computed in float32."""
+        if self.dtype_of(q) is dt.float16:
+            up = [None if t is None else self.cast(t, dt.float32) for t in (q, k, v, mask)]
+            return self.cast(self.attention(*up, scale), dt.float16)
         nd = len(self.shape_of(k))
         scores = self.matmul(q, self.swap_dims(k, nd - 2, nd - 1))
         if scale != 1.0:
@@ -311,9 +315,9 @@ class Backend:
         if mask is None:
             return self.matmul(self.softmax(scores, nd - 1), v)
         scores = self.binary(BinaryOp.ADD, scores, mask)
-        # queries masked from every key: softmax over zeros (finite, so no NaN reaches a
+        # queries that see no key: softmax over zeros (finite, so no NaN reaches a
         # gradient), then weights of zero
-        dead = self.binary(BinaryOp.EQ, self.reduce(ReduceOp.MAX, mask, (nd - 1,), True),
+        dead = self.binary(BinaryOp.EQ, self.reduce(ReduceOp.MAX, scores, (nd - 1,), True),
                            float("-inf"))
         probs = self.softmax(self.where(dead, 0, scores), nd - 1)
         return self.matmul(self.where(dead, 0, probs), v)

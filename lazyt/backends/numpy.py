@@ -373,11 +373,7 @@ class NumpyBackend(Backend):
             return super().attention(q, k, v, mask, scale)
         n_q, n_k = q.shape[-2], k.shape[-2]
         out = np.empty(lead + (n_q, v.shape[-1]), d)
-        dead = None
         if mask is not None:
-            # queries masked from every key give zeros, as in the generic helper
-            dead = np.isneginf(mask).all(axis=-1, keepdims=True)
-            dead = dead if dead.any() else None
             mask = np.broadcast_to(mask, lead + (n_q, n_k))
         scale = d.type(scale)
         from .numpy_fused import TILE_BYTES, _nd_tiles, parallel_for
@@ -395,14 +391,16 @@ class NumpyBackend(Backend):
                     np.multiply(s, scale, out=s)
                 if mask is not None:
                     np.add(s, mask[idx][at], out=s)
-                np.subtract(s, s.max(axis=-1, keepdims=True), out=s)
+                top = s.max(axis=-1, keepdims=True)
+                dead = np.isneginf(top)  # every score -inf: weights of zero, as the generic
+                np.subtract(s, top, out=s)
                 np.exp(s, out=s)
                 np.divide(s, s.sum(axis=-1, keepdims=True), out=s)
+                if dead.any():
+                    np.copyto(s, 0, where=dead)
                 np.matmul(s, v[idx], out=out[idx][at])
 
         parallel_for(work, len(blocks), 1)
-        if dead is not None:
-            np.copyto(out, 0, where=dead)
         return out
 
     def layer_norm(self, x, n_dims: int, eps: float, weight=None, bias=None):

@@ -386,8 +386,9 @@ class Fusion(Backend):
             return Backend.attention(self, q, k, v, mask, scale)
         scores = sh.matmul(q.shape, k.shape[:-2] + k.shape[:-3:-1])
         shape = sh.matmul(scores, v.shape)
-        if mask is not None:
-            sh.broadcast("attention", scores, mask.shape)
+        if mask is not None and sh.broadcast("attention", scores, mask.shape) != scores:
+            raise ShapeError(f"attention: mask of shape {mask.shape} does not broadcast to "
+                             f"the scores {scores}")
         for t in tensors[1:]:
             _same_dtype("attention", q, t)
         fns = self.__dict__.get("_attention_fns")

@@ -81,15 +81,19 @@ def scaled_dot_product_attention(q: Tensor, k: Tensor, v: Tensor, attention_mask
                                  dropout: nn.Module | None = None) -> Tensor:
     """softmax(q k^T / sqrt(d) + mask) v on [batch, heads, seq, head_dim] tensors (shared by
     `BertSelfAttention` and kernels that compute q, k, v another way). Without an active
-    dropout it is one `lazyt.scaled_dot_product_attention` call (one helper op: the numpy
-    backend never holds the whole batch's scores); with one, the composed form."""
-    if dropout is None or not dropout.training or dropout.p == 0.0:
+    dropout, and with a mask of q's dtype (or none), it is one
+    `lazyt.scaled_dot_product_attention` call (one helper op: the numpy backend never holds
+    the whole batch's scores); otherwise the composed form."""
+    active = dropout is not None and dropout.training and dropout.p != 0.0
+    if not active and (attention_mask is None or attention_mask.dtype is q.dtype):
         return F.scaled_dot_product_attention(q, k, v, attention_mask)
-    # the scale multiplies the scores, as in the reference implementation
+    # the scale multiplies the scores, as in the reference implementation; a mask of
+    # another dtype is added with the usual promotion
     scores = q.matmul(k.mT) * (1.0 / math.sqrt(q.shape[-1]))
     if attention_mask is not None:
         scores = scores + attention_mask
-    return dropout(scores.softmax(-1)).matmul(v)
+    probs = scores.softmax(-1)
+    return (dropout(probs) if active else probs).matmul(v)
 
 
 def merge_heads(context: Tensor) -> Tensor:

@@ -328,6 +328,7 @@ class WgpuBackend(CubeBackend):
         nd = q.ndim
         if (any(t.dtype is not dt.float32 for t in (q, k, v))
                 or (mask is not None and mask.dtype is not dt.float32)
+                or not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
                 or 0 in q.shape or 0 in k.shape or 0 in v.shape):
             return super().attention(q, k, v, mask, scale)
         scores = self.contiguous(self.matmul(q, self.swap_dims(k, nd - 2, nd - 1)))
