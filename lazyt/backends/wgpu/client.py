@@ -369,8 +369,10 @@ class ComputeClient:
             raise LazytError(f"launch of {p.name!r}: the kernel declares {len(p.kinds)} "
                              f"bindings ({', '.join(p.kinds)}), got {len(bindings)}")
         tape = getattr(self.taping, "tape", None)
-        if tape is not None:
-            tape.launches.append((p, cube_count, list(bindings)))
+        if tape is not None:  # host data as bytes now: the caller may reuse its arrays
+            tape.launches.append((p, cube_count, [
+                np.ascontiguousarray(b).tobytes() if isinstance(b, np.ndarray) else b
+                for b in bindings]))
         if cube_count.total == 0:
             return
         key = [id(p.bind_layout)]

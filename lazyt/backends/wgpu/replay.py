@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import functools
 import os
+import struct
+import threading
 from collections import OrderedDict
 
 import numpy as np
@@ -76,9 +78,7 @@ class Recording:
             refs = []
             for b in bindings:
                 handle = getattr(b, "handle", b)
-                if isinstance(b, np.ndarray):
-                    refs.append(("data", np.ascontiguousarray(b).tobytes()))
-                elif isinstance(b, (bytes, bytearray, memoryview)):
+                if isinstance(b, (bytes, bytearray, memoryview)):  # host data, as launched
                     refs.append(("data", bytes(b)))
                 elif hasattr(handle, "buffer"):      # a CubeTensor or a Handle
                     refs.append(ref(handle))
@@ -121,7 +121,7 @@ def _arg_key(a, tensors: list, handles: dict):
     if isinstance(a, (list, tuple)):
         return tuple(_arg_key(b, tensors, handles) for b in a)
     if isinstance(a, (float, np.floating)):
-        return (type(a), float(a).hex())              # -0.0 is not 0.0 here
+        return (type(a), struct.pack("<d", a))        # the bits: -0.0 and -nan are their own
     if a is None or isinstance(a, (int, str, bool, np.integer, np.bool_)):
         return (type(a), a)
     try:
@@ -154,10 +154,12 @@ def replayable(extra=None):
                 key.append(k)
             key = tuple(key)
             memo = self._replays
-            rec = memo.get(key)
+            with memo.lock:
+                rec = memo.get(key)
+                if rec is not None:
+                    memo.move_to_end(key)
+                    self.replay_hits += 1
             if rec is not None:
-                memo.move_to_end(key)
-                self.replay_hits += 1
                 return rec.replay(client, self.device, tensors)
             tape = taping.tape = Tape()
             try:
@@ -166,13 +168,23 @@ def replayable(extra=None):
                 taping.tape = None
             rec = Recording.of(tape, tensors, out)
             if rec is not None:
-                memo[key] = rec
-                if len(memo) > MAX_RECORDINGS:
-                    memo.popitem(last=False)
+                with memo.lock:
+                    memo[key] = rec
+                    if len(memo) > MAX_RECORDINGS:
+                        memo.popitem(last=False)
             return out
         return op
     return wrap
 
 
-def new_memo() -> OrderedDict:
-    return OrderedDict()
+class Memo(OrderedDict):
+    """A backend's recordings by key, least recently used first; `lock` guards lookups and
+    updates (threads share a backend)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lock = threading.Lock()
+
+
+def new_memo() -> Memo:
+    return Memo()

@@ -168,3 +168,39 @@ def test_a_model_forward_replays_without_growing_the_pool(rng):
             created.append(base.client.pool.created)
     assert base.replay_hits > hits
     assert created[-1] == created[-2]
+
+
+def test_nan_scalars_keep_their_sign(replaying, up, down):
+    b = replaying
+    block = _mul_add_block((4,))
+    zeros = up(np.zeros(4, np.float32))
+    bits = []
+    for s in (float("nan"), -float("nan"), float("nan")):
+        out, = b.run_fused(block, [zeros, zeros], [s])
+        bits.append(down(out).view(np.uint32)[0])
+    assert bits[0] == bits[2] and bits[0] >> 31 == 0 and bits[1] >> 31 == 1
+
+
+def test_threads_evicting_each_others_recordings(replaying, up, down, monkeypatch):
+    """With room for one recording, threads replaying different keys evict each other."""
+    from lazyt.backends.wgpu import replay
+    b = replaying
+    monkeypatch.setattr(replay, "MAX_RECORDINGS", 1)
+    xs = [np.arange(n, dtype=np.float32) for n in (5, 6, 7, 9)]
+    errors = []
+
+    def work(x):
+        try:
+            t = up(x)
+            for _ in range(200):
+                np.testing.assert_array_equal(down(b.copy(t)), x)
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(x,)) for x in xs]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert len(b._replays) <= 1
