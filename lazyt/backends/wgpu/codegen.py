@@ -391,9 +391,11 @@ class MatmulConfig:
         return (self.bm // self.tm) * (self.bn // self.tn)
 
 
-def _tile_loads(t: WgslType, cfg: MatmulConfig, vec4: bool, wg: int):
+def _tile_loads(t: WgslType, cfg: MatmulConfig, vec4: bool, wg: int, b_trans: bool = False):
     """(declarations, fetch lines, store lines) moving one K step of both operands from global
-    memory through registers `ra<s>`/`rb<s>` into the workgroup tiles."""
+    memory through registers `ra<s>`/`rb<s>` into the workgroup tiles. `b_trans` (with vec4):
+    rhs is contiguous along K instead of N (a transposed weight, as in `linear`), so its
+    vec4 loads run along K and are scattered into the tile, as lhs's are."""
     bm, bn, bk = cfg.bm, cfg.bn, cfg.bk
     c = t.compute
     v = f"vec4<{c}>"
@@ -415,12 +417,21 @@ def _tile_loads(t: WgslType, cfg: MatmulConfig, vec4: bool, wg: int):
         for s in range(-(-nb // wg)):
             e = f"(lid + {s * wg}u)"
             g = f"{e} < {nb}u" if (s + 1) * wg > nb else "true"
-            decl.append(f"let b_k{s} = {e} / {bn // 4}u; let b_n{s} = ({e} % {bn // 4}u) * 4u;")
             decl.append(f"var rb{s} = {v}({zero});")
-            at = f"(b_base + (kb + b_k{s}) * b_ks + n0 + b_n{s}) / 4u"
+            if b_trans:
+                decl.append(f"let b_n{s} = {e} / {bk // 4}u; "
+                            f"let b_k{s} = ({e} % {bk // 4}u) * 4u;")
+                at = f"(b_base + (n0 + b_n{s}) * b_cs + kb + b_k{s}) / 4u"
+                store.append(f"if ({g}) {{ " + " ".join(
+                    f"Bs[((b_k{s} + {j}u) * {bn}u + b_n{s}) / 4u][b_n{s} % 4u] = rb{s}[{j}];"
+                    for j in range(4)) + " }")
+            else:
+                decl.append(f"let b_k{s} = {e} / {bn // 4}u; "
+                            f"let b_n{s} = ({e} % {bn // 4}u) * 4u;")
+                at = f"(b_base + (kb + b_k{s}) * b_ks + n0 + b_n{s}) / 4u"
+                store.append(f"if ({g}) {{ Bs[(b_k{s} * {bn}u + b_n{s}) / 4u] = rb{s}; }}")
             fetch.append(f"if ({g} && kb + b_k{s} < K && n0 + b_n{s} < N) {{ "
                          f"rb{s} = {v}(rhs[{at}]); }} else {{ rb{s} = {v}({zero}); }}")
-            store.append(f"if ({g}) {{ Bs[(b_k{s} * {bn}u + b_n{s}) / 4u] = rb{s}; }}")
     else:
         na, nb = bm * bk, bk * bn
         for s in range(-(-na // wg)):
@@ -445,13 +456,15 @@ def _tile_loads(t: WgslType, cfg: MatmulConfig, vec4: bool, wg: int):
     return decl, fetch, store
 
 
-def matmul_kernel(t: WgslType, cfg: MatmulConfig, vec4: bool, bias: bool = False) -> str:
+def matmul_kernel(t: WgslType, cfg: MatmulConfig, vec4: bool, bias: bool = False,
+                  b_trans: bool = False) -> str:
     """A batched matmul `out[b] = lhs[b] @ rhs[b]` (strided operands, broadcast batch dims) with
     the inner product fully unrolled over scalar/vec4 registers: no function-local arrays,
     which spill to slow memory on real GPUs.
 
     `vec4`: lhs rows and rhs rows are contiguous with K and N multiples of 4 and 4-aligned
     offsets, so global loads (and stores when the storage type is the compute type) use vec4.
+    `b_trans` (with vec4): rhs is contiguous along K instead (x @ W^T with W [N, K]).
 
     `bias`: a contiguous vector of N values is added to every output row as it is stored
     (nn.Linear's bias: no pass of its own); its offset is the info word after the strides.
@@ -468,7 +481,7 @@ def matmul_kernel(t: WgslType, cfg: MatmulConfig, vec4: bool, bias: bool = False
     vec_out = vec4 and t.storage == t.compute
     in_ty = f"vec4<{t.storage}>" if vec4 else t.storage
     out_ty = v if vec_out else t.storage
-    decl, fetch, store = _tile_loads(t, cfg, vec4, wg)
+    decl, fetch, store = _tile_loads(t, cfg, vec4, wg, b_trans)
     pad = "            "
     L = [enable_f16(t)]
     L.append(f"@group(0) @binding(0) var<storage, read> lhs: array<{in_ty}>;")

@@ -249,9 +249,37 @@ def test_matmul_small_grid_config(backend, up, down, close, rng, monkeypatch, ve
     a = rng.standard_normal((2, 136, 40)).astype(np.float32)
     b = rng.standard_normal((2, 40, 72 if vec4 else 70)).astype(np.float32)
     close(down(backend.matmul(up(a), up(b))), a @ b, rtol=1e-4, atol=1e-4)
-    w = rng.standard_normal((72, 40)).astype(np.float32)  # a transposed weight (scalar path)
+    w = rng.standard_normal((72, 40)).astype(np.float32)  # a transposed weight (vec4 along K)
     close(down(backend.matmul(up(a), backend.permute(up(w), (1, 0)))), a @ w.T, rtol=1e-4,
           atol=1e-4)
+
+
+@pytest.mark.parametrize("cfg", [(32, 32, 8, 4, 4), (128, 64, 8, 8, 4), (64, 64, 16, 4, 4),
+                                 (128, 128, 8, 8, 8)], ids=str)
+@pytest.mark.parametrize("dtype", [F32, F16], ids=str)
+def test_matmul_rhs_contiguous_along_k(backend, up, down, close, rng, monkeypatch, cfg, dtype):
+    """x @ W^T with W [N, K] (nn.Linear's weight): rhs loads run along K (vec4). Partial
+    tiles, batch dims, offsets and the scalar fallback (K or the row stride not a multiple
+    of 4) all give numpy's result."""
+    from lazyt.backends.wgpu import codegen as cg
+    if dtype == F16 and not backend.client.has_f16:
+        pytest.skip("the adapter has no shader-f16")
+    bm, bn, bk, tm, tn = cfg
+    for name in ("matmul_config", "matmul_config_small"):
+        monkeypatch.setattr(backend, name, cg.MatmulConfig(bm=bm, bn=bn, bk=bk, tm=tm, tn=tn))
+    tol = dict(rtol=1e-2, atol=5e-2) if dtype == F16 else dict(rtol=1e-4, atol=1e-4)
+    for (m, k, n) in [(37, 40, 20), (130, 64, 68), (5, 12, 4), (3, 10, 8)]:
+        a = sample(rng, (2, m, k), dtype)
+        w = sample(rng, (n, k), dtype)
+        wt = backend.reshape(backend.permute(up(w), (1, 0)), (1, k, n))
+        want = (a.astype(np.float64) @ w.T.astype(np.float64)).astype(dtype)
+        close(down(backend.matmul(up(a), wt)), want, **tol)
+        # the weight at an offset: rows 1.. of a bigger one (offset k, a multiple of 4 or not)
+        big = sample(rng, (n + 1, k), dtype)
+        view = backend.slice(up(big), ((1, n + 1, 1), (0, k, 1)))
+        wt = backend.reshape(backend.permute(view, (1, 0)), (1, k, n))
+        want = (a.astype(np.float64) @ big[1:].T.astype(np.float64)).astype(dtype)
+        close(down(backend.matmul(up(a), wt)), want, **tol)
 
 
 def test_reshape_is_a_view_when_it_can_be(backend, up, down, close):
