@@ -70,8 +70,10 @@ def _broadcast_strides(x: CubeTensor, shape: tuple) -> list[int]:
 
 
 
-#: Matmuls with fewer big tiles than this use `matmul_config_small` (where there is one).
-SMALL_GRID = 256
+#: Matmuls with fewer big tiles than this use `matmul_config_small` (where there is one),
+#: and `matmul_config_narrow` when their outputs have at most NARROW_N columns.
+SMALL_GRID = 1024
+NARROW_N = 32
 
 #: Invocations per workgroup of the row kernels (softmax, layer_norm): rows are often short.
 ROW_WG = 128
@@ -91,15 +93,18 @@ class WgpuBackend(CubeBackend):
         # CPU adapters (lavapipe) run small tiles faster; GPUs want big register blocks.
         if adapter_kind == "CPU":
             self.matmul_config = cg.MatmulConfig(bm=32, bn=32, bk=8, tm=4, tn=4)
-            self.matmul_config_small = None
+            self.matmul_config_small = self.matmul_config_narrow = None
         else:
             # 29 TFLOP/s at 4096^3 fp32 on an H200 through Vulkan (128x64/8x4: 27)
             self.matmul_config = cg.MatmulConfig(bm=128, bn=128, bk=8, tm=8, tn=8,
                                                  prefetch=False)
-            # Products that make fewer than SMALL_GRID big tiles (BERT's 4096 x 384 outputs:
-            # 96) leave most of a large GPU idle; half-width tiles double the workgroups. On
-            # an H200 the MiniLM forward's kernels took 7.7 ms of GPU time instead of 10.1.
-            self.matmul_config_small = cg.MatmulConfig(bm=128, bn=64, bk=8, tm=8, tn=4)
+            # Products that make fewer than SMALL_GRID big tiles leave much of a large GPU
+            # idle or make short K loops. BERT's linears (4096 x 384 x 384, x 1536 and
+            # 1536 x 384) on an H200: 49, 179 and 185 us with 64x64x16 tiles, against 70, 232
+            # and 255 us with 128x128x8 (and 71, 195, 265 with 128x64x8).
+            self.matmul_config_small = cg.MatmulConfig(bm=64, bn=64, bk=16, tm=8, tn=4)
+            # attention's probabilities @ v (N = head size 32): 23 us instead of 39
+            self.matmul_config_narrow = cg.MatmulConfig(bm=64, bn=32, bk=16, tm=4, tn=4)
 
     # ------------------------------------------------------------------ kernels
     def _generated(self, key: tuple, name: str, make) -> Pipeline:
@@ -386,7 +391,8 @@ class WgpuBackend(CubeBackend):
     def matmul(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
         return self._matmul(lhs, rhs, None)
 
-    @_replay.replayable(extra=lambda self: (self.matmul_config, self.matmul_config_small))
+    @_replay.replayable(extra=lambda self: (self.matmul_config, self.matmul_config_small,
+                                            self.matmul_config_narrow))
     def _matmul(self, lhs: CubeTensor, rhs: CubeTensor, bias) -> CubeTensor:
         out_shape = sh.matmul(lhs.shape, rhs.shape)
         m, k = lhs.shape[-2:]
@@ -423,7 +429,8 @@ class WgpuBackend(CubeBackend):
         small = self.matmul_config_small
         if small is not None and \
                 -(-n // cfg.bn) * -(-m // cfg.bm) * math.prod(batch) < SMALL_GRID:
-            cfg = small
+            narrow = self.matmul_config_narrow
+            cfg = narrow if narrow is not None and n <= NARROW_N else small
         t = cg.wgsl_type(dtype)
         has_bias = bias is not None
         p = self._generated(("matmul", dtype.name, vec4, cfg, has_bias, b_trans), "matmul",

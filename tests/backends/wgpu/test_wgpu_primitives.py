@@ -245,7 +245,15 @@ def test_matmul_small_grid_config(backend, up, down, close, rng, monkeypatch, ve
     monkeypatch.setattr(backend, "matmul_config",
                         cg.MatmulConfig(bm=128, bn=128, bk=8, tm=8, tn=8, prefetch=False))
     monkeypatch.setattr(backend, "matmul_config_small",
-                        cg.MatmulConfig(bm=128, bn=64, bk=8, tm=8, tn=4))
+                        cg.MatmulConfig(bm=64, bn=64, bk=16, tm=8, tn=4))
+    monkeypatch.setattr(backend, "matmul_config_narrow",
+                        cg.MatmulConfig(bm=64, bn=32, bk=16, tm=4, tn=4))
+    for n in (8, 30, 32):  # outputs of at most 32 columns: the narrow tiles
+        a = rng.standard_normal((3, 70, 20)).astype(np.float32)
+        b = rng.standard_normal((3, 20, n)).astype(np.float32)
+        close(down(backend.matmul(up(a), up(b))), a @ b, rtol=1e-4, atol=1e-4)
+        pv = backend.permute(up(np.ascontiguousarray(b.transpose(0, 2, 1))), (0, 2, 1))
+        close(down(backend.matmul(up(a), pv)), a @ b, rtol=1e-4, atol=1e-4)
     a = rng.standard_normal((2, 136, 40)).astype(np.float32)
     b = rng.standard_normal((2, 40, 72 if vec4 else 70)).astype(np.float32)
     close(down(backend.matmul(up(a), up(b))), a @ b, rtol=1e-4, atol=1e-4)
