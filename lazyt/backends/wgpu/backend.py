@@ -417,14 +417,8 @@ class WgpuBackend(CubeBackend):
             all(v % 4 == 0 for v in (a_rs, lhs.offset, rhs.offset, *a_bs, *b_bs))
         # rhs contiguous along N (vec4 loads along N), or along K: a transposed weight (vec4
         # loads along K; the scalar path took 1.7-2x as long for BERT's linears on an H200)
-        b_trans = False
-        if vec4:
-            if b_cs == 1 and b_ks % 4 == 0:
-                pass
-            elif b_ks == 1 and b_cs % 4 == 0:
-                b_trans = True
-            else:
-                vec4 = False
+        b_trans = vec4 and b_cs != 1 and b_ks == 1 and b_cs % 4 == 0
+        vec4 = vec4 and (b_trans or (b_cs == 1 and b_ks % 4 == 0))
         cfg = self.matmul_config
         small = self.matmul_config_small
         if small is not None and \
