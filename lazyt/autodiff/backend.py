@@ -245,6 +245,13 @@ def _delegating_helper(name: str):
     base = getattr(Backend, name)
 
     def helper(self, *args, **kwargs):
+        if not kwargs:  # the common call: positional, nothing tracked
+            for a in args:
+                t = type(a)
+                if t is AT or ((t is list or t is tuple) and any(type(b) is AT for b in a)):
+                    break
+            else:
+                return getattr(self.inner, name)(*args)
         for a in (*args, *kwargs.values()):
             t = type(a)
             if t is AT or ((t is list or t is tuple) and any(type(b) is AT for b in a)):
