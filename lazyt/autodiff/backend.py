@@ -10,6 +10,7 @@ below it is recorded and fused like the forward.
 """
 from __future__ import annotations
 
+import inspect
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
@@ -245,13 +246,6 @@ def _delegating_helper(name: str):
     base = getattr(Backend, name)
 
     def helper(self, *args, **kwargs):
-        if not kwargs:  # the common call: positional, nothing tracked
-            for a in args:
-                t = type(a)
-                if t is AT or ((t is list or t is tuple) and any(type(b) is AT for b in a)):
-                    break
-            else:
-                return getattr(self.inner, name)(*args)
         for a in (*args, *kwargs.values()):
             t = type(a)
             if t is AT or ((t is list or t is tuple) and any(type(b) is AT for b in a)):
@@ -264,10 +258,38 @@ def _delegating_helper(name: str):
                 break
         return getattr(self.inner, name)(*args, **kwargs)
 
-    helper.__name__ = name
-    helper.__qualname__ = f"Autodiff.{name}"
-    helper.__doc__ = base.__doc__
-    return helper
+    return _with_fast_path(name, base, helper)
+
+
+def _with_fast_path(name: str, base, helper):
+    """`helper` behind a function with `base`'s own parameters whose first step, when no
+    argument is tracked or a sequence, is the inner call itself: a helper call on an untracked
+    tensor then costs this layer one plain Python call (helpers run per op, often on small
+    tensors, where *args handling alone was a tenth of the op)."""
+    params = list(inspect.signature(base).parameters.values())[1:]
+    if any(p.kind not in (p.POSITIONAL_OR_KEYWORD,) for p in params):
+        fast = helper
+    else:
+        ns = {"_SLOW": (AT, list, tuple), "_helper": helper}
+        sig = []
+        for p in params:
+            if p.default is p.empty:
+                sig.append(p.name)
+            else:
+                ns[f"_d_{p.name}"] = p.default
+                sig.append(f"{p.name}=_d_{p.name}")
+        names = [p.name for p in params]
+        check = " or ".join(f"type({n}) in _SLOW" for n in names) or "False"
+        src = (f"def {name}(self, {', '.join(sig)}):\n"
+               f"    if {check}:\n"
+               f"        return _helper(self, {', '.join(names)})\n"
+               f"    return self.inner.{name}({', '.join(names)})\n")
+        exec(compile(src, f"<Autodiff.{name}>", "exec"), ns)
+        fast = ns[name]
+    fast.__name__ = name
+    fast.__qualname__ = f"Autodiff.{name}"
+    fast.__doc__ = base.__doc__
+    return fast
 
 
 for _name, _fn in list(vars(Backend).items()):
