@@ -180,6 +180,14 @@ fn lz_fmin(a: f32, b: f32) -> f32 {
     return select(select(min(a, b), b, lz_isnan(b)), a, lz_isnan(a));
 }""",
 }
+# f16 rounding of an f32 register through the packing builtins: a compiler may drop an
+# f32(f16(x)) round trip (NVIDIA's Vulkan driver does), leaving float16 intermediates of a
+# fused block unrounded. Out of f16's range: +-inf, as numpy; NaN stays NaN.
+HELPERS["lz_round_f16"] = """fn lz_round_f16(x: f32) -> f32 {
+    let r = unpack2x16float(pack2x16float(vec2<f32>(clamp(x, -65504.0, 65504.0), 0.0))).x;
+    let big = select(r, sign(x) * bitcast<f32>(0x7f800000u), abs(x) >= 65520.0);
+    return select(big, x, lz_isnan(x));
+}"""
 _HELPER_NAME = re.compile(r"\blz_\w+(?=\s*\()")
 
 
@@ -618,7 +626,7 @@ def _program(block, lane: str = "") -> list[str]:
         t = wgsl_type(ins.dtype)
         expr = _instr_expr(block, ins, name)
         if t.storage != t.compute:   # f16: round every value as the op by op kernels do
-            expr = f"{t.compute}({t.storage}({expr}))"
+            expr = f"lz_round_f16({expr})"
         lines.append(f"let v{i}{lane}: {t.compute} = {expr};")
     return lines
 
