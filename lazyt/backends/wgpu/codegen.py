@@ -180,13 +180,20 @@ fn lz_fmin(a: f32, b: f32) -> f32 {
     return select(select(min(a, b), b, lz_isnan(b)), a, lz_isnan(a));
 }""",
 }
-# f16 rounding of an f32 register through the packing builtins: a compiler may drop an
-# f32(f16(x)) round trip (NVIDIA's Vulkan driver does), leaving float16 intermediates of a
-# fused block unrounded. Out of f16's range: +-inf, as numpy; NaN stays NaN.
+# f16 rounding of an f32 register with integer and exact power-of-two arithmetic: a compiler
+# may drop an f32(f16(x)) round trip, and even unpack2x16float(pack2x16float(x)) (NVIDIA's
+# Vulkan driver drops both), leaving a fused block's float16 intermediates unrounded. Half to
+# even, as numpy; f16 subnormals kept; out of f16's range +-inf; NaN stays NaN.
 HELPERS["lz_round_f16"] = """fn lz_round_f16(x: f32) -> f32 {
-    let r = unpack2x16float(pack2x16float(vec2<f32>(clamp(x, -65504.0, 65504.0), 0.0))).x;
-    let big = select(r, sign(x) * bitcast<f32>(0x7f800000u), abs(x) >= 65520.0);
-    return select(big, x, lz_isnan(x));
+    let a = abs(x);
+    if (a < 6.103515625e-05) {
+        return round(x * 16777216.0) * 5.9604644775390625e-08;
+    }
+    if (a < 65520.0) {
+        let b = bitcast<u32>(x);
+        return bitcast<f32>((b + 0xfffu + ((b >> 13u) & 1u)) & 0xffffe000u);
+    }
+    return select(sign(x) * bitcast<f32>(0x7f800000u), x, lz_isnan(x));
 }"""
 _HELPER_NAME = re.compile(r"\blz_\w+(?=\s*\()")
 
