@@ -138,3 +138,30 @@ def test_fusion_fed_by_matmul_and_reduction(check, rng):
     e = np.maximum(a @ w + bias, 0)
     e = np.exp(e - e.max(-1, keepdims=True))
     check(s, e / e.sum(-1, keepdims=True), rtol=1e-5, atol=1e-6)
+
+
+def test_float16_intermediates_round_as_numpy(backend, up, down, rng):
+    """A fused block's float16 values are rounded half to even, subnormals kept, overflow to
+    +-inf, NaN kept: bit for bit numpy's astype(float16) (a driver may fold a plain
+    f32 -> f16 -> f32 conversion away; the kernel rounds with integer arithmetic)."""
+    if not backend.client.has_f16:
+        pytest.skip("the adapter has no shader-f16")
+    mags = np.float32(10) ** rng.integers(-9, 6, 4000).astype(np.float32)
+    h = rng.standard_normal(1000).astype(np.float16)
+    half_ulp = np.spacing(np.abs(h)).astype(np.float32) / 2
+    x = np.concatenate([rng.standard_normal(4000).astype(np.float32) * mags,
+                        h.astype(np.float32) + half_ulp, h.astype(np.float32) - half_ulp,
+                        np.array([0, -0.0, np.inf, -np.inf, np.nan, 65504, 65519.99, 65520,
+                                  -65520, 6.1e-5, 2.98e-8, 2.9802322e-08, 1e-9],
+                                 np.float32)]).astype(np.float32)
+    block = FusedBlock(shape=x.shape, inputs=((x.shape, dt.float32),), scalars=(),
+                       instrs=(FusedInstr("cast", None, (Ref("in", 0),), dt.float16),
+                               FusedInstr("cast", None, (Ref("v", 0),), dt.float32)),
+                       outputs=(1,))
+    out, = backend.run_fused(block, [up(x)], [])
+    got = down(out)
+    with np.errstate(over="ignore"):
+        want = x.astype(np.float16).astype(np.float32)
+    np.testing.assert_array_equal(got.view(np.uint32)[~np.isnan(want)],
+                                  want.view(np.uint32)[~np.isnan(want)])
+    assert np.isnan(got[np.isnan(want)]).all()
