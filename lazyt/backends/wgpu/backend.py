@@ -328,7 +328,7 @@ class WgpuBackend(CubeBackend):
     def attention(self, q: CubeTensor, k: CubeTensor, v: CubeTensor, mask=None,
                   scale: float = 1.0) -> CubeTensor:
         """float32: the scores' matmul, one row kernel for the scale, the mask and the softmax
-        (attention.wgsl, the mask read through broadcast strides), and the matmul
+        (rows.wgsl, the mask read through broadcast strides), and the matmul
         with v: three launches. Other dtypes use the generic helper."""
         nd = q.ndim
         if (any(t.dtype is not dt.float32 for t in (q, k, v))
@@ -350,11 +350,8 @@ class WgpuBackend(CubeBackend):
                      0 if mask is None else mask.offset, 0 if mask is None else strides[-1]]
                     + dims)
         probs = self.alloc("attention", scores.shape, scores.dtype)
-        # invocations per row: a power of two covering about 4 scores each, at most ROW_WG
-        lanes = min(ROW_WG, 1 << max(0, (-(-n // 4) - 1).bit_length()))
-        p = self._template("attention.wgsl", {"lanes": lanes}, wg=ROW_WG)
-        self.client.launch(p, self.groups(-(-rows // (ROW_WG // lanes))),
-                           [scores, probs, scores if mask is None else mask, info])
+        self._launch_rows("attention_rows", rows, n, info,
+                          [scores, probs, scores if mask is None else mask, scores])
         return self.matmul(probs, v)
 
     @_replay.replayable()
@@ -365,15 +362,20 @@ class WgpuBackend(CubeBackend):
         weight = None if weight is None else self.contiguous(weight)
         bias = None if bias is None else self.contiguous(bias)
         out = self.alloc(entry, x.shape, x.dtype)
-        p = self._template("rows.wgsl", {}, entry, wg=ROW_WG)
         eps_bits = int(np.array(eps, np.float32).view(np.uint32))
         info = _u32([rows, n, x.offset, weight is not None, bias is not None, eps_bits,
                      0 if weight is None else weight.offset,
                      0 if bias is None else bias.offset])
-        self.client.launch(p, self.groups(rows),
-                           [x, out, x if weight is None else weight,
-                            x if bias is None else bias, info])
+        self._launch_rows(entry, rows, n, info, [x, out, x if weight is None else weight,
+                                                 x if bias is None else bias])
         return out
+
+    def _launch_rows(self, entry: str, rows: int, n: int, info, buffers: list) -> None:
+        """One rows.wgsl kernel over `rows` rows of `n`: LANES invocations per row, a power of
+        two covering about 4 elements each (at most ROW_WG), several short rows per group."""
+        lanes = min(ROW_WG, 1 << max(0, (-(-n // 4) - 1).bit_length()))
+        p = self._template("rows.wgsl", {"lanes": lanes}, entry, wg=ROW_WG)
+        self.client.launch(p, self.groups(-(-rows // (ROW_WG // lanes))), [*buffers, info])
 
     # ------------------------------------------------------------------ matmul
     #: `linear` adds its bias in the matmul kernel (the Fusion layer records it in the op).
