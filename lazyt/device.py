@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import contextvars
 import importlib.util
-import os
 import threading
 
+from . import config
 from .errors import DeviceError
 
 BASES = ("cpu", "wgpu", "cuda")
@@ -149,18 +149,15 @@ def _build_stack(dev: Device):
 
 # ------------------------------------------------------------------ the default device
 _default: contextvars.ContextVar = contextvars.ContextVar("lazyt_default_device", default=None)
-_env_default = None
 
 
 def get_default_device() -> Device:
-    """The device new tensors go to: `set_default_device`, else `LAZYT_DEVICE`, else cpu."""
+    """The device new tensors go to: `set_default_device`, else `LAZYT_DEVICE` (read now),
+    else cpu."""
     dev = _default.get()
     if dev is not None:
         return dev
-    global _env_default
-    if _env_default is None:
-        _env_default = device(os.environ.get("LAZYT_DEVICE", "cpu") or "cpu")
-    return _env_default
+    return device(config.device())
 
 
 def set_default_device(dev) -> None:

@@ -34,6 +34,7 @@ import os
 from dataclasses import dataclass
 from typing import Callable
 
+from . import config
 from .backends.base import Backend
 from .dispatch import Dispatch, DispatchTensor, common_device
 from .dtype import DType
@@ -180,7 +181,7 @@ _force_check_meta: contextvars.ContextVar = contextvars.ContextVar("lazyt_check_
 
 def check_meta_enabled() -> bool:
     """`LAZYT_CHECK_META=1`, or inside `checking_meta()`: compare real outputs with metadata."""
-    return _force_check_meta.get() or os.environ.get("LAZYT_CHECK_META", "") not in ("", "0")
+    return _force_check_meta.get() or config.check_meta()
 
 
 class checking_meta:

@@ -12,22 +12,13 @@ serves every scalar value), or an earlier instruction's value.
 """
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
+from ..config import debug_level
 from ..dtype import DType
 from ..ops import BinaryOp, UnaryOp
 from ..shape import numel
-
-
-def debug_level() -> int:
-    """`LAZYT_DEBUG`: 0 quiet, 1 record where every op was recorded, 2 also print each fused
-    block's generated code when it is compiled."""
-    try:
-        return int(os.environ.get("LAZYT_DEBUG", "0") or 0)
-    except ValueError:
-        return 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,9 +15,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+from ..config import debug_level, num_threads
 from ..ops import BinaryOp, UnaryOp
 from ..shape import numel
-from .fused import FusedBlock, debug_level
+from .fused import FusedBlock
 from .numpy import BINARY, UNARY, erf_f32_into, where_into
 
 #: Bytes of one register tile: 256K float32 elements. Smaller tiles keep registers in L1/L2 but
@@ -259,20 +260,22 @@ _pool: list = [None]
 
 
 def _threads() -> int:
-    env = os.environ.get("LAZYT_NUM_THREADS")
-    if env:
-        return max(1, int(env))
-    return max(1, min(os.cpu_count() or 1, 8))
+    return num_threads()
 
 
 def _get_pool():
+    """The pool of `LAZYT_NUM_THREADS - 1` workers (the caller is the last thread), made anew
+    when the setting changed since it was made; None for one thread."""
+    want = _threads() - 1
     pool = _pool[0]
-    if pool is None:
+    if pool is None or pool._max_workers != want:
         with _pool_lock:
             pool = _pool[0]
-            if pool is None and _threads() > 1:
-                pool = _pool[0] = ThreadPoolExecutor(_threads() - 1,
-                                                     thread_name_prefix="lazyt-fused")
+            if pool is not None and pool._max_workers != want:
+                pool.shutdown(wait=False)
+                pool = _pool[0] = None
+            if pool is None and want > 0:
+                pool = _pool[0] = ThreadPoolExecutor(want, thread_name_prefix="lazyt-fused")
     return pool
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from .. import dtype as dt
 from .. import shape as sh
 from ..backends.base import Backend, reduce_out_dtype
-from ..backends.fused import debug_level
+from ..config import debug_level
 from ..dtype import DType
 from ..errors import DTypeError, FusionError, IndexOutOfRangeError, ShapeError
 from ..ops import ARG_REDUCTIONS, COMPARISONS, BinaryOp, ReduceOp, UnaryOp
@@ -504,6 +504,7 @@ class Fusion(Backend):
             finally:
                 ext_ids = [tid for *_, tid in stream.ext]
                 stream.reset()
+                self._trace = debug_level() >= 1  # LAZYT_DEBUG, read per stream
                 self._draining = False
                 h.drop_dead(ext_ids)
 

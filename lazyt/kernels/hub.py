@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from .. import config
 from ..nn.module import Module
 from .errors import KernelHubError
 
@@ -35,7 +36,7 @@ def kernel_roots(kernel_paths=None) -> list:
         given = [kernel_paths]
     else:
         given = list(kernel_paths)
-    env = [p for p in os.environ.get(ENV_VAR, "").split(os.pathsep) if p]
+    env = config.kernel_path()
     return [Path(p) for p in given + env]
 
 

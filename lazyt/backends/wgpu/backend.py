@@ -82,8 +82,9 @@ class WgpuBackend(CubeBackend):
     """The wgpu base backend of `lazyt.device("wgpu:N")`."""
 
     name = "wgpu"
-    #: Re-issue a kernel op's recorded launches instead of re-running its logic (replay.py).
-    replay = _replay.ENABLED
+    #: Re-issue a kernel op's recorded launches instead of re-running its logic (replay.py):
+    #: None follows LAZYT_WGPU_REPLAY at each op, True/False override it for this backend.
+    replay = None
 
     def __init__(self, client: ComputeClient, device: str, adapter_kind: str = ""):
         super().__init__(client, device)

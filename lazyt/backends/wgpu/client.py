@@ -18,6 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from ...config import debug_level
 from ...errors import (DeviceError, IndexOutOfRangeError, KernelCompileError, LazytError,
                        ShapeError)
 from ..cube.source import CubeCount, KernelId, KernelSource
@@ -40,13 +41,6 @@ _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _DECL = re.compile(r"((?:@\s*\w+\s*\(\s*\d+\s*\)\s*)+)var\s*<\s*(storage|uniform)\s*"
                    r"(?:,\s*(read_write|read)\s*)?>")
 _ATTR = re.compile(r"@\s*(group|binding)\s*\(\s*(\d+)\s*\)")
-
-
-def debug_level() -> int:
-    try:
-        return int(os.environ.get("LAZYT_DEBUG", "0") or 0)
-    except ValueError:
-        return 0
 
 
 def parse_bindings(name: str, text: str) -> tuple[str, ...]:

@@ -7,14 +7,12 @@ before the recorded commands), so uploads take only `settled` buffers.
 """
 from __future__ import annotations
 
-import os
 from collections import defaultdict
+
+from ...config import wgpu_pool_bytes
 
 #: The smallest buffer handed out; every size is a multiple of 4 bytes (copy alignment).
 MIN_BYTES = 256
-#: Pooled (free) bytes above which freed buffers are dropped instead of kept
-#: (LAZYT_WGPU_POOL_MB; an allocation that fails empties the pool and retries).
-MAX_POOLED_BYTES = int(os.environ.get("LAZYT_WGPU_POOL_MB", "8192") or 8192) << 20
 
 
 def size_class(nbytes: int) -> int:
@@ -67,7 +65,9 @@ class BufferPool:
         self._settled = defaultdict(list)
         self._recent = defaultdict(list)
         self.pooled_bytes = 0
-        self.max_pooled_bytes = MAX_POOLED_BYTES
+        # pooled (free) bytes above which freed buffers are dropped instead of kept (an
+        # allocation that fails empties the pool and retries)
+        self.max_pooled_bytes = wgpu_pool_bytes()
         self.created = 0
         self.reused = 0
         self.closed = False

@@ -15,19 +15,17 @@ never replayed. Replay can be turned off per backend (`backend.replay = False`) 
 from __future__ import annotations
 
 import functools
-import os
 import struct
 import threading
 from collections import OrderedDict
 
 import numpy as np
 
+from ...config import wgpu_replay
 from ..cube.tensor import CubeTensor
 
 #: Recordings kept per backend (least recently used dropped first).
 MAX_RECORDINGS = 2048
-
-ENABLED = os.environ.get("LAZYT_WGPU_REPLAY", "1") != "0"
 
 
 class Tape:
@@ -141,7 +139,8 @@ def replayable(extra=None):
         def op(self, *args, **kwargs):
             client = self.client
             taping = client.taping
-            if not self.replay or getattr(taping, "tape", None) is not None or kwargs:
+            on = self.replay
+            if not (wgpu_replay() if on is None else on) or getattr(taping, "tape", None) is not None or kwargs:
                 # off, inside a recorded op (runs plainly), or keywords: not keyed
                 return method(self, *args, **kwargs)
             tensors: list = []

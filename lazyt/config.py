@@ -1,0 +1,130 @@
+"""Every `LAZYT_*` environment switch, read in one place, at use.
+
+Each switch is a `Switch` in `SWITCHES` (its name, default and meaning; the README's table is
+this table) with one typed reader below. Readers look at `os.environ` each time they are
+called, so a value set after `import lazyt` takes effect at the next use: the next tensor
+created (`LAZYT_DEVICE`), the next stream recorded (`LAZYT_DEBUG`), the next pool sized
+(`LAZYT_NUM_THREADS`), the next custom op run (`LAZYT_CHECK_META`), and so on. A value that
+does not parse raises `ConfigError` naming the variable, instead of being silently ignored.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from .errors import InvalidArgumentError
+
+
+class ConfigError(InvalidArgumentError):
+    """A `LAZYT_*` variable holds a value lazyt cannot use."""
+
+
+@dataclass(frozen=True)
+class Switch:
+    """One environment switch: its variable, default (as text) and what it does."""
+
+    name: str
+    default: str
+    meaning: str
+
+
+SWITCHES = (
+    Switch("LAZYT_DEVICE", "cpu",
+           "the default device of new tensors (`cpu`, `wgpu`, `wgpu:1`, `cuda:0`); "
+           "`lazyt.set_default_device` overrides it per thread"),
+    Switch("LAZYT_DEBUG", "0",
+           "1: the Fusion layer keeps where every op was recorded (for errors raised when it "
+           "runs); 2: also print each generated kernel (fused blocks, WGSL) when compiled"),
+    Switch("LAZYT_NUM_THREADS", "cores, at most 8",
+           "threads of the numpy backend's pool (fused blocks, row ops, large copies)"),
+    Switch("LAZYT_CHECK_META", "0",
+           "1: compare every custom op's real outputs with its metadata, values included "
+           "(`MetadataMismatchError`)"),
+    Switch("LAZYT_KERNEL_PATH", "",
+           "directories (`os.pathsep`-separated) searched for kernel-hub repos after "
+           "`kernel_paths=`"),
+    Switch("LAZYT_WGPU_REPLAY", "1",
+           "0: the wgpu backend re-runs each op's Python logic instead of replaying its "
+           "recorded launches"),
+    Switch("LAZYT_WGPU_POOL_MB", "8192",
+           "MiB of freed wgpu buffers kept for reuse before more are released"),
+)
+
+_BY_NAME = {s.name: s for s in SWITCHES}
+
+
+def _raw(name: str) -> str | None:
+    """The variable's text, or None when unset or empty."""
+    if name not in _BY_NAME:  # a typo here would read a variable nobody documents
+        raise KeyError(f"{name} is not a lazyt switch; add it to lazyt.config.SWITCHES")
+    value = os.environ.get(name)
+    return value.strip() if value and value.strip() else None
+
+
+def _int(name: str, lo: int) -> int | None:
+    raw = _raw(name)
+    if raw is None:
+        return None
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ConfigError(f"{name}={raw!r}: expected an integer") from None
+    if value < lo:
+        raise ConfigError(f"{name}={raw!r}: expected an integer >= {lo}")
+    return value
+
+
+def _flag(name: str, default: bool) -> bool:
+    raw = _raw(name)
+    if raw is None:
+        return default
+    if raw.lower() in ("0", "false", "no", "off"):
+        return False
+    if raw.lower() in ("1", "true", "yes", "on"):
+        return True
+    raise ConfigError(f"{name}={raw!r}: expected 0 or 1")
+
+
+def device() -> str:
+    """`LAZYT_DEVICE`: the default device's name."""
+    return _raw("LAZYT_DEVICE") or "cpu"
+
+
+def debug_level() -> int:
+    """`LAZYT_DEBUG`: 0 quiet, 1 keep record locations, 2 also print generated kernels."""
+    return _int("LAZYT_DEBUG", 0) or 0
+
+
+def num_threads() -> int:
+    """`LAZYT_NUM_THREADS`, else the cores (at most 8)."""
+    n = _int("LAZYT_NUM_THREADS", 1)
+    return n if n is not None else max(1, min(os.cpu_count() or 1, 8))
+
+
+def check_meta() -> bool:
+    """`LAZYT_CHECK_META`: validate custom ops' outputs against their metadata."""
+    return _flag("LAZYT_CHECK_META", False)
+
+
+def kernel_path() -> list[str]:
+    """`LAZYT_KERNEL_PATH`: extra kernel-hub directories, in order."""
+    raw = _raw("LAZYT_KERNEL_PATH")
+    return [p for p in raw.split(os.pathsep) if p] if raw else []
+
+
+def wgpu_replay() -> bool:
+    """`LAZYT_WGPU_REPLAY`: replay recorded wgpu launches (default on)."""
+    return _flag("LAZYT_WGPU_REPLAY", True)
+
+
+def wgpu_pool_bytes() -> int:
+    """`LAZYT_WGPU_POOL_MB` in bytes."""
+    mb = _int("LAZYT_WGPU_POOL_MB", 0)
+    return (8192 if mb is None else mb) << 20
+
+
+def markdown_table() -> str:
+    """The switches as the README's markdown table."""
+    rows = ["| variable | default | effect |", "|---|---|---|"]
+    rows += [f"| `{s.name}` | {s.default or '(unset)'} | {s.meaning} |" for s in SWITCHES]
+    return "\n".join(rows)

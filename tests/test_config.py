@@ -1,0 +1,79 @@
+"""`lazyt.config`: every LAZYT_* switch is declared once, read at use, and documented."""
+import re
+from pathlib import Path
+
+import pytest
+
+import lazyt
+from lazyt import config
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_every_switch_in_the_package_is_declared():
+    used = set()
+    for path in (ROOT / "lazyt").rglob("*.py"):
+        used |= set(re.findall(r"\bLAZYT_[A-Z0-9_]+", path.read_text()))
+    declared = {s.name for s in config.SWITCHES}
+    assert used <= declared, f"undeclared switches: {sorted(used - declared)}"
+
+
+def test_environment_is_read_only_by_config():
+    offenders = []
+    for path in (ROOT / "lazyt").rglob("*.py"):
+        if path.name == "config.py":
+            continue
+        text = path.read_text()
+        if re.search(r"os\.environ\.get\(\s*[\"']LAZYT_|getenv\(\s*[\"']LAZYT_", text):
+            offenders.append(path.name)
+    assert offenders == []
+
+
+def test_readme_lists_every_switch():
+    readme = (ROOT / "README.md").read_text()
+    for s in config.SWITCHES:
+        assert f"`{s.name}`" in readme, s.name
+
+
+def test_read_at_use(monkeypatch):
+    monkeypatch.setenv("LAZYT_DEBUG", "2")
+    assert config.debug_level() == 2
+    monkeypatch.setenv("LAZYT_DEBUG", "0")
+    assert config.debug_level() == 0
+    monkeypatch.setenv("LAZYT_NUM_THREADS", "3")
+    assert config.num_threads() == 3
+    monkeypatch.delenv("LAZYT_NUM_THREADS")
+    assert 1 <= config.num_threads() <= 8
+    monkeypatch.setenv("LAZYT_WGPU_POOL_MB", "16")
+    assert config.wgpu_pool_bytes() == 16 << 20
+
+
+def test_default_device_follows_the_variable(monkeypatch):
+    monkeypatch.setenv("LAZYT_DEVICE", "cpu")
+    assert lazyt.get_default_device() == lazyt.device("cpu")
+    monkeypatch.setenv("LAZYT_DEVICE", "nonsense")
+    with pytest.raises(lazyt.DeviceError, match="nonsense"):
+        lazyt.zeros(2)
+    monkeypatch.setenv("LAZYT_DEVICE", "cpu")
+    assert lazyt.zeros(2).device == lazyt.device("cpu")  # still usable
+
+
+@pytest.mark.parametrize("name,value", [("LAZYT_DEBUG", "loud"), ("LAZYT_NUM_THREADS", "0"),
+                                        ("LAZYT_CHECK_META", "maybe")])
+def test_bad_values_name_the_variable(monkeypatch, name, value):
+    monkeypatch.setenv(name, value)
+    reader = {"LAZYT_DEBUG": config.debug_level, "LAZYT_NUM_THREADS": config.num_threads,
+              "LAZYT_CHECK_META": config.check_meta}[name]
+    with pytest.raises(config.ConfigError, match=name):
+        reader()
+    assert isinstance(config.ConfigError(""), lazyt.LazytError)
+
+
+def test_thread_pool_follows_num_threads(monkeypatch):
+    from lazyt.backends import numpy_fused
+    monkeypatch.setenv("LAZYT_NUM_THREADS", "3")
+    assert numpy_fused._get_pool()._max_workers == 2
+    monkeypatch.setenv("LAZYT_NUM_THREADS", "1")
+    assert numpy_fused._get_pool() is None
+    x = lazyt.arange(1 << 19, dtype=lazyt.float32)
+    assert float((x * 2 + 1).sum().item()) == pytest.approx(float((1 << 19) ** 2), rel=1e-5)
