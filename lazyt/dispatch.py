@@ -4,15 +4,22 @@ A `DispatchTensor` is a primitive of a device's stack plus that device. `lazyt.T
 `DispatchTensor` with the user API on top, so Tensor methods call `Dispatch` without converting;
 each `Dispatch` op returns a value of its representative input's `_result_type`
 (`Tensor` for tensors and their subclasses such as `nn.Parameter`).
-Extension ops registered with `lazyt.extension.backend_extension` are added as attributes of
-`Dispatch` and route the same way.
+
+`Dispatch` has one entry per declared primitive with a tensor parameter (`lazyt.ops`),
+generated from the declaration: it checks that every tensor argument is on one device, passes
+primitives down and wraps the result. Composites (softmax, layer_norm, ...) get the same
+generated entries, reached by name through `Dispatch.helper(name, ...)`, so their names stay
+free for extension ops (a kernel-hub repo may well call its own op `layer_norm`). Extension ops
+registered with `lazyt.extension.backend_extension` become attributes and route the same way.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
+from . import ops
 from .device import Device
-from .errors import DeviceError
+from .errors import DeviceError, LazytError
+from .ops import ParamKind
 
 
 class DispatchTensor:
@@ -43,107 +50,23 @@ def common_device(op: str, tensors: Sequence[DispatchTensor]) -> Device:
     return dev
 
 
-def _wrap(like, prim, dev):
-    return like._result_type(prim, dev)
+def _no_tensor(op: str) -> LazytError:
+    return LazytError(f"{op}: expected at least one tensor argument")
 
 
 class Dispatch:
-    """Built-in ops at the dispatch level; extension ops are attached by `backend_extension`.
-
-    Inputs are already validated (shapes, dtypes) by the caller: the Tensor API does it.
-    """
-
-    @staticmethod
-    def unary(op, x):
-        return _wrap(x, x.device.backend.unary(op, x.primitive), x.device)
+    """Entries of the declared ops (generated, see the module docstring) and of extension ops,
+    plus transfers. Inputs are already validated (shapes, dtypes) by the caller: the Tensor
+    API does it."""
 
     @staticmethod
-    def binary(op, lhs, rhs):
-        if isinstance(lhs, DispatchTensor):
-            dev = lhs.device
-            if isinstance(rhs, DispatchTensor):
-                if rhs.device is not dev:
-                    common_device(op.value, (lhs, rhs))
-                return lhs._result_type(dev.backend.binary(op, lhs.primitive, rhs.primitive), dev)
-            return lhs._result_type(dev.backend.binary(op, lhs.primitive, rhs), dev)
-        dev = rhs.device
-        return rhs._result_type(dev.backend.binary(op, lhs, rhs.primitive), dev)
-
-    @staticmethod
-    def where(cond, lhs, rhs):
-        ts = [t for t in (cond, lhs, rhs) if isinstance(t, DispatchTensor)]
-        dev = common_device("where", ts)
-        prims = [t.primitive if isinstance(t, DispatchTensor) else t for t in (cond, lhs, rhs)]
-        return _wrap(cond, dev.backend.where(*prims), dev)
-
-    @staticmethod
-    def cast(x, dtype):
-        return _wrap(x, x.device.backend.cast(x.primitive, dtype), x.device)
-
-    @staticmethod
-    def reduce(op, x, dims, keepdim):
-        return _wrap(x, x.device.backend.reduce(op, x.primitive, dims, keepdim), x.device)
-
-    @staticmethod
-    def matmul(lhs, rhs):
-        dev = common_device("matmul", (lhs, rhs))
-        return _wrap(lhs, dev.backend.matmul(lhs.primitive, rhs.primitive), dev)
-
-    @staticmethod
-    def reshape(x, shape):
-        return _wrap(x, x.device.backend.reshape(x.primitive, shape), x.device)
-
-    @staticmethod
-    def permute(x, axes):
-        return _wrap(x, x.device.backend.permute(x.primitive, axes), x.device)
-
-    @staticmethod
-    def expand(x, shape):
-        return _wrap(x, x.device.backend.expand(x.primitive, shape), x.device)
-
-    @staticmethod
-    def slice(x, slices):
-        return _wrap(x, x.device.backend.slice(x.primitive, slices), x.device)
-
-    @staticmethod
-    def cat(xs, dim):
-        dev = common_device("cat", xs)
-        return _wrap(xs[0], dev.backend.cat([t.primitive for t in xs], dim), dev)
-
-    @staticmethod
-    def contiguous(x):
-        return _wrap(x, x.device.backend.contiguous(x.primitive), x.device)
-
-    @staticmethod
-    def gather(x, dim, index):
-        dev = common_device("gather", (x, index))
-        return _wrap(x, dev.backend.gather(x.primitive, dim, index.primitive), dev)
-
-    @staticmethod
-    def scatter_add(x, dim, index, src):
-        dev = common_device("scatter_add", (x, index, src))
-        return _wrap(x, dev.backend.scatter_add(x.primitive, dim, index.primitive,
-                                                src.primitive), dev)
-
-    @staticmethod
-    def index_select(x, dim, index):
-        dev = common_device("index_select", (x, index))
-        return _wrap(x, dev.backend.index_select(x.primitive, dim, index.primitive), dev)
-
-    @staticmethod
-    def index_add(x, dim, index, src):
-        dev = common_device("index_add", (x, index, src))
-        return _wrap(x, dev.backend.index_add(x.primitive, dim, index.primitive,
-                                              src.primitive), dev)
-
-    @staticmethod
-    def helper(name: str, x, *args):
-        """A named helper of the backend protocol (`softmax`, `gelu`, `layer_norm`, ...) on
-        tensor `x`; tensors among `args` (on x's device) are passed as primitives."""
-        if any(isinstance(a, DispatchTensor) for a in args):
-            common_device(name, [x, *(a for a in args if isinstance(a, DispatchTensor))])
-            args = tuple(a.primitive if isinstance(a, DispatchTensor) else a for a in args)
-        return _wrap(x, getattr(x.device.backend, name)(x.primitive, *args), x.device)
+    def helper(name: str, *args, **kwargs):
+        """The composite `name` (`softmax`, `layer_norm`, `attention`, ...) on its arguments."""
+        entry = _COMPOSITES.get(name)
+        if entry is None:
+            raise LazytError(f"Dispatch.helper: no composite op named {name!r}; declared: "
+                             f"{', '.join(sorted(_COMPOSITES))}")
+        return entry(*args, **kwargs)
 
     @staticmethod
     def to_numpy(x):
@@ -154,8 +77,51 @@ class Dispatch:
         """Move `x` to `dev` (differentiable where the source layer supports it)."""
         if x.device is dev:
             return x
-        return _wrap(x, x.device.backend.transfer(x.primitive, dev.backend), dev)
+        return x._result_type(x.device.backend.transfer(x.primitive, dev.backend), dev)
 
     @staticmethod
     def from_numpy(array, dev: Device, cls=DispatchTensor):
         return cls(dev.backend.from_numpy(array), dev)
+
+
+def _entry_source(op: ops.OpDef) -> str:
+    """The generated entry: find the representative tensor and device, check the others,
+    unwrap, call the stack, wrap."""
+    L = [f"def {op.name}({op.signature()}):", "    _rep = None"]
+    for p in op.params:
+        n = p.name
+        if p.kind in (ParamKind.TENSOR, ParamKind.INDEX):
+            L += [f"    if _rep is None:", f"        _rep = {n}; _dev = {n}.device",
+                  f"    elif {n}.device is not _dev:", f"        _common(_NAME, (_rep, {n}))",
+                  f"    {n} = {n}.primitive"]
+        elif p.kind in (ParamKind.OPERAND, ParamKind.OPTIONAL):
+            L += [f"    if isinstance({n}, _DT):", f"        if _rep is None:",
+                  f"            _rep = {n}; _dev = {n}.device",
+                  f"        elif {n}.device is not _dev:",
+                  f"            _common(_NAME, (_rep, {n}))", f"        {n} = {n}.primitive"]
+        elif p.kind is ParamKind.TENSORS:
+            L += [f"    {n} = list({n})", f"    if _rep is None:",
+                  f"        _rep = {n}[0]; _dev = _rep.device",
+                  f"    _common(_NAME, [_rep, *{n}])", f"    {n} = [t.primitive for t in {n}]"]
+    L += ["    if _rep is None:", "        raise _no_tensor(_NAME)",
+          f"    return _rep._result_type(_dev.backend.{op.name}({op.call_args()}), _dev)"]
+    return "\n".join(L) + "\n"
+
+
+def _install(op: ops.OpDef) -> None:
+    if not op.tensor_params:
+        return  # creation ops (full) go to a device's stack directly
+    ns = {"_DT": DispatchTensor, "_common": common_device, "_no_tensor": _no_tensor,
+          "_NAME": op.name, **op.defaults()}
+    fn = ops.generate(op.name, _entry_source(op), ns, f"Dispatch.{op.name}", op.doc)
+    fn.__lazyt_op__ = op
+    if op.is_composite:
+        _COMPOSITES[op.name] = fn
+    else:
+        setattr(Dispatch, op.name, staticmethod(fn))
+
+
+_COMPOSITES: dict = {}
+
+
+ops.subscribe(_install)

@@ -129,7 +129,15 @@ def expand(shape: Shape, target: Sequence[int]) -> Shape:
     return tuple(out)
 
 
-def slice_len(start: int, stop: int, step: int) -> int:
+def slice_len(start: int, stop: int, step: int, size: int | None = None) -> int:
+    """Elements of a normalized `(start, stop, step)` slice (as `slice.indices` gives: a
+    negative step may stop at -1, before element 0); with `size`, `ShapeError` when the
+    slice is not normalized for a dim of that size."""
+    if size is not None:
+        lo, hi = (0, size) if step > 0 else (-1, size - 1)
+        if not (lo <= start <= hi and lo <= stop <= hi) and len(range(start, stop, step)):
+            raise ShapeError(f"slice: ({start}, {stop}, {step}) is not a normalized slice of a "
+                             f"dim of size {size}")
     return len(range(start, stop, step))
 
 

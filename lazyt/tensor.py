@@ -919,7 +919,7 @@ def index_select(x: Tensor, dim: int, index) -> Tensor:
         raise ShapeError(f"index_select: index must be 1-D, got shape {idx.shape}")
     if idx.ndim == 0:
         idx = idx.reshape(1)
-    return Dispatch.index_select(x, d, idx)
+    return Dispatch.helper("index_select", x, d, idx)
 
 
 def gather(x: Tensor, dim: int, index) -> Tensor:
@@ -946,7 +946,7 @@ def index_add(x: Tensor, dim: int, index, source, *, alpha=1) -> Tensor:
     if alpha != 1:
         src = src * alpha
     d_out = dt.promote(x.dtype, src.dtype)
-    return Dispatch.index_add(x.to(d_out), d, idx, src.to(d_out))
+    return Dispatch.helper("index_add", x.to(d_out), d, idx, src.to(d_out))
 
 
 def scatter_add(x: Tensor, dim: int, index, src) -> Tensor:
@@ -1022,7 +1022,7 @@ def _getitem(x: Tensor, key) -> Tensor:
     out = Dispatch.slice(x, tuple(slices)) if sliced else x
     if tensor_index is not None:
         pos, src_dim, idx = tensor_index
-        out = Dispatch.index_select(out, src_dim, idx.reshape(-1))
+        out = Dispatch.helper("index_select", out, src_dim, idx.reshape(-1))
         out_shape[pos:pos + 1] = list(idx.shape)
     final = tuple(out_shape)
     if final != out.shape:

@@ -3,30 +3,32 @@
 
 Untracked values are the inner backend's primitives themselves, so an op with no tracked input
 costs one type check before `inner.op(...)`. Tracked values are `AutodiffTensor(primitive,
-node)`; their ops go through the op-author API (`Backward.prepare ...`) in the modules named
-after each op family (elementwise, reduce, matmul, movement, indexing), each op's backward next
-to its forward. The backward pass computes with the inner backend's primitives, so with Fusion
-below it is recorded and fused like the forward.
+node)`. The layer's ops are generated from the op declarations (`lazyt.ops`): each declared
+op gets a method with the op's own parameters whose untracked path is the inner call and whose
+tracked path is the one generic rule of `declared.py` (the op's `Grad`). The backward pass
+computes with the inner backend's primitives, so with Fusion below it is recorded and fused
+like the forward.
 """
 from __future__ import annotations
 
-import inspect
 from contextlib import contextmanager
-from typing import Iterator, Sequence
+from typing import Iterator
 
 import numpy as np
 
-from ..backends.base import Backend, Primitive, Scalar
+from .. import ops
+from ..backends.base import Backend, Primitive
 from ..dtype import DType
 from ..errors import GradError
-from ..ops import BinaryOp, ReduceOp, UnaryOp
+from ..ops import ParamKind
 from ..shape import numel
-from . import elementwise, indexing, matmul as _matmul, movement, reduce as _reduce
+from . import declared
 from .checkpoint import CheckpointStrategy
 from .graph import run_backward
 from .grads import Gradients
 from .node import Node, Requirement, next_node_id
 from .ops import _GRAD_ENABLED, AutodiffTensor, untracked_view
+from .transfer import transfer as _transfer
 
 AT = AutodiffTensor
 
@@ -67,7 +69,7 @@ class Autodiff(Backend):
         target_is_ad = isinstance(target, Autodiff)
         target_inner = target.inner if target_is_ad else target
         if type(x) is AT:
-            return movement.transfer(self, x, target_inner, target.ckpt if target_is_ad else None)
+            return _transfer(self, x, target_inner, target.ckpt if target_is_ad else None)
         return self.inner.transfer(x, target_inner)
 
     def shape_of(self, x: Primitive) -> tuple:
@@ -81,94 +83,6 @@ class Autodiff(Backend):
 
     def zeros(self, shape: tuple, dtype: DType) -> Primitive:
         return self.inner.zeros(shape, dtype)
-
-    def full(self, shape: tuple, value: Scalar, dtype: DType) -> Primitive:
-        return self.inner.full(shape, value, dtype)
-
-    # ---------------------------------------------------------------- elementwise
-    def unary(self, op: UnaryOp, x: Primitive) -> Primitive:
-        if type(x) is not AT:
-            return self.inner.unary(op, x)
-        return elementwise.unary(self, op, x)
-
-    def binary(self, op: BinaryOp, lhs, rhs) -> Primitive:
-        if type(lhs) is not AT and type(rhs) is not AT:
-            return self.inner.binary(op, lhs, rhs)
-        return elementwise.binary(self, op, lhs, rhs)
-
-    def where(self, cond, lhs, rhs) -> Primitive:
-        if type(lhs) is not AT and type(rhs) is not AT and type(cond) is not AT:
-            return self.inner.where(cond, lhs, rhs)
-        return elementwise.where(self, cond, lhs, rhs)
-
-    def cast(self, x: Primitive, dtype: DType) -> Primitive:
-        if type(x) is not AT:
-            return self.inner.cast(x, dtype)
-        return elementwise.cast(self, x, dtype)
-
-    # ---------------------------------------------------------------- reductions, matmul
-    def reduce(self, op: ReduceOp, x: Primitive, dims: tuple, keepdim: bool) -> Primitive:
-        if type(x) is not AT:
-            return self.inner.reduce(op, x, dims, keepdim)
-        return _reduce.reduce(self, op, x, dims, keepdim)
-
-    def matmul(self, lhs: Primitive, rhs: Primitive) -> Primitive:
-        if type(lhs) is not AT and type(rhs) is not AT:
-            return self.inner.matmul(lhs, rhs)
-        return _matmul.matmul(self, lhs, rhs)
-
-    # ---------------------------------------------------------------- movement
-    def reshape(self, x: Primitive, shape: tuple) -> Primitive:
-        if type(x) is not AT:
-            return self.inner.reshape(x, shape)
-        return movement.reshape(self, x, shape)
-
-    def permute(self, x: Primitive, axes: tuple) -> Primitive:
-        if type(x) is not AT:
-            return self.inner.permute(x, axes)
-        return movement.permute(self, x, axes)
-
-    def expand(self, x: Primitive, shape: tuple) -> Primitive:
-        if type(x) is not AT:
-            return self.inner.expand(x, shape)
-        return movement.expand(self, x, shape)
-
-    def slice(self, x: Primitive, slices: tuple) -> Primitive:
-        if type(x) is not AT:
-            return self.inner.slice(x, slices)
-        return movement.slice(self, x, slices)
-
-    def cat(self, xs: Sequence[Primitive], dim: int) -> Primitive:
-        for x in xs:
-            if type(x) is AT:
-                return movement.cat(self, xs, dim)
-        return self.inner.cat(xs, dim)
-
-    def contiguous(self, x: Primitive) -> Primitive:
-        if type(x) is not AT:
-            return self.inner.contiguous(x)
-        return movement.contiguous(self, x)
-
-    # ---------------------------------------------------------------- indexing
-    def gather(self, x: Primitive, dim: int, index: Primitive) -> Primitive:
-        if type(x) is not AT:
-            return self.inner.gather(x, dim, _plain(index))
-        return indexing.gather(self, x, dim, _plain(index))
-
-    def scatter_add(self, x: Primitive, dim: int, index: Primitive, src: Primitive) -> Primitive:
-        if type(x) is not AT and type(src) is not AT:
-            return self.inner.scatter_add(x, dim, _plain(index), src)
-        return indexing.scatter_add(self, x, dim, _plain(index), src)
-
-    def index_select(self, x: Primitive, dim: int, index: Primitive) -> Primitive:
-        if type(x) is not AT:
-            return self.inner.index_select(x, dim, _plain(index))
-        return indexing.index_select(self, x, dim, _plain(index))
-
-    def index_add(self, x: Primitive, dim: int, index: Primitive, src: Primitive) -> Primitive:
-        if type(x) is not AT and type(src) is not AT:
-            return self.inner.index_add(x, dim, _plain(index), src)
-        return indexing.index_add(self, x, dim, _plain(index), src)
 
     # ---------------------------------------------------------------- layer hooks
     def require_grad(self, x: Primitive) -> Primitive:
@@ -224,78 +138,36 @@ class Autodiff(Backend):
         self.inner.sync()
 
 
-def _plain(x):
-    """Index tensors are never tracked; accept a view anyway."""
-    return x.primitive if type(x) is AT else x
+def _method_source(op: ops.OpDef) -> str:
+    """The generated method: untracked arguments go straight to the inner backend."""
+    checks = []
+    unwrap = []
+    for p in op.params:
+        n = p.name
+        if p.kind is ParamKind.INDEX:  # index tensors are never tracked; accept a view anyway
+            unwrap.append(f"    if type({n}) is _AT:\n        {n} = {n}.primitive")
+        elif p.kind is ParamKind.TENSORS:
+            checks.append(f"any(type(_t) is _AT for _t in {n})")
+        elif p.kind.is_tensor:
+            checks.append(f"type({n}) is _AT")
+    args = op.call_args()
+    rule = "_composite" if op.is_composite else "_tracked"
+    lines = [f"def {op.name}(self, {op.signature()}):", *unwrap]
+    if checks:
+        lines += [f"    if {' or '.join(checks)}:",
+                  f"        return {rule}(self, _OP, ({args},))"]
+    lines.append(f"    return self.inner.{op.name}({args})")
+    return "\n".join(lines) + "\n"
 
 
-def _plain_all(v):
-    t = type(v)
-    if t is list or t is tuple:
-        return t(_plain(b) for b in v)
-    return _plain(v)
+def _install(op: ops.OpDef) -> None:
+    ns = {"_AT": AT, "_OP": op, "_tracked": declared.tracked,
+          "_composite": declared.composite, **op.defaults()}
+    setattr(Autodiff, op.name, ops.generate(op.name, _method_source(op), ns,
+                                            f"Autodiff.{op.name}", op.doc))
 
 
-_CORE = frozenset(vars(Autodiff)) | {"index_select", "index_add"}
-
-
-def _delegating_helper(name: str):
-    """A named helper of `Backend` that runs on `inner` when no argument is tracked (one call
-    to a possibly faster inner implementation) and through this layer's primitives otherwise
-    (so tracked inputs get gradients from the primitives' backward steps)."""
-    base = getattr(Backend, name)
-
-    def helper(self, *args, **kwargs):
-        for a in (*args, *kwargs.values()):
-            t = type(a)
-            if t is AT or ((t is list or t is tuple) and any(type(b) is AT for b in a)):
-                if _GRAD_ENABLED.get():
-                    return base(self, *args, **kwargs)
-                # under no_grad nothing is recorded: tracked inputs (parameters) are read
-                # as plain values, and the inner backend's own helper runs
-                args = tuple(_plain_all(v) for v in args)
-                kwargs = {k: _plain_all(v) for k, v in kwargs.items()}
-                break
-        return getattr(self.inner, name)(*args, **kwargs)
-
-    return _with_fast_path(name, base, helper)
-
-
-def _with_fast_path(name: str, base, helper):
-    """`helper` behind a function with `base`'s own parameters whose first step, when no
-    argument is tracked or a sequence, is the inner call itself: a helper call on an untracked
-    tensor then costs this layer one plain Python call (helpers run per op, often on small
-    tensors, where *args handling alone was a tenth of the op)."""
-    params = list(inspect.signature(base).parameters.values())[1:]
-    if any(p.kind not in (p.POSITIONAL_OR_KEYWORD,) for p in params):
-        fast = helper
-    else:
-        ns = {"_SLOW": (AT, list, tuple), "_helper": helper}
-        sig = []
-        for p in params:
-            if p.default is p.empty:
-                sig.append(p.name)
-            else:
-                ns[f"_d_{p.name}"] = p.default
-                sig.append(f"{p.name}=_d_{p.name}")
-        names = [p.name for p in params]
-        check = " or ".join(f"type({n}) in _SLOW" for n in names) or "False"
-        src = (f"def {name}(self, {', '.join(sig)}):\n"
-               f"    if {check}:\n"
-               f"        return _helper(self, {', '.join(names)})\n"
-               f"    return self.inner.{name}({', '.join(names)})\n")
-        exec(compile(src, f"<Autodiff.{name}>", "exec"), ns)
-        fast = ns[name]
-    fast.__name__ = name
-    fast.__qualname__ = f"Autodiff.{name}"
-    fast.__doc__ = base.__doc__
-    return fast
-
-
-for _name, _fn in list(vars(Backend).items()):
-    if callable(_fn) and not _name.startswith("_") and _name not in _CORE:
-        setattr(Autodiff, _name, _delegating_helper(_name))
-del _name, _fn
+ops.subscribe(_install)
 
 
 @contextmanager

@@ -11,7 +11,7 @@ import numpy as np
 from .. import dtype as dt
 from ..dtype import DType
 from ..errors import IndexOutOfRangeError, ShapeError
-from ..ops import BinaryOp, ReduceOp, UnaryOp
+from ..ops import BinaryOp, ReduceOp, UnaryOp, kernel
 from .base import Backend
 
 _SQRT_PI_INV2 = 2.0 / math.sqrt(math.pi)
@@ -349,9 +349,11 @@ class NumpyBackend(Backend):
         _row_blocks(work, rows.shape[0], n * x.itemsize)
         return out.reshape(x.shape)
 
+    @kernel(when=lambda x, weight, bias=None: bias is None)
     def linear(self, x, weight, bias=None):
         """One GEMM on the 2-D view of `x` (the same call the generic helper ends in), the
-        bias added in place."""
+        bias added in place. The Fusion layer records only `x @ weight^T` as this kernel: the
+        bias add stays an elementwise op of its own, which fuses with what follows."""
         if x.ndim < 2:
             return super().linear(x, weight, bias)
         y = self.matmul(x, weight.T.reshape((1,) * (x.ndim - 2) + weight.T.shape))

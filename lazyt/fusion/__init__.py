@@ -22,7 +22,7 @@ from .backend import Fusion
 from .draw import draw, find_fusion
 from .handle import FusionTensor
 from .inspect import BlockReport, Report, inspect
-from .ir import OperationIr, OpKind, TensorIr, TensorStatus
+from .ir import CUSTOM, OperationIr, TensorIr, TensorStatus
 
 __all__ = ["Fusion", "FusionTensor", "inspect", "Report", "BlockReport", "draw", "find_fusion",
-           "OperationIr", "OpKind", "TensorIr", "TensorStatus"]
+           "OperationIr", "CUSTOM", "TensorIr", "TensorStatus"]

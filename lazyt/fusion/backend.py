@@ -1,10 +1,16 @@
 """`Fusion(inner)`: the lazy layer (Burn's `burn-fusion`).
 
-Every primitive records an `OperationIr` and returns a `FusionTensor` at once; its shape and
-dtype come from the shape rules, so shape errors are raised here, at record time. Nothing runs
-until a read (`to_numpy`), `sync()`, or the stream reaching `max_ops`. Then the stream's plan
-is looked up by key (or built by the optimizer on a miss) and run on the inner backend: fused
-elementwise blocks through `inner.run_fused`, everything else through its primitives.
+Every op records an `OperationIr` and returns a `FusionTensor` at once; its shape and dtype
+come from the op's declared rule (`lazyt.ops`), so shape errors are raised here, at record time.
+Nothing runs until a read (`to_numpy`), `sync()`, or the stream reaching `max_ops`. Then the
+stream's plan is looked up by key (or built by the optimizer on a miss) and run on the inner
+backend: fused elementwise blocks through `inner.run_fused`, everything else through its
+kernels.
+
+The recorders are generated from the declarations, one rule for every op: elementwise ops
+become block instructions, other primitives opaque steps. A composite is recorded as one
+opaque op when the inner backend has a kernel for it (a method of the composite's name,
+`lazyt.ops.kernel(when=...)` narrowing when), else as its primitives, which fuse.
 """
 from __future__ import annotations
 
@@ -14,26 +20,21 @@ from typing import Callable, Sequence
 import numpy as np
 
 from .. import dtype as dt
-from .. import shape as sh
-from ..backends.base import Backend, reduce_out_dtype
+from .. import ops
+from ..backends.base import Backend, kernel_of
 from ..config import debug_level
 from ..dtype import DType
-from ..errors import DTypeError, FusionError, IndexOutOfRangeError, ShapeError
-from ..ops import ARG_REDUCTIONS, COMPARISONS, BinaryOp, ReduceOp, UnaryOp
+from ..errors import DTypeError, FusionError
+from ..ops import Out, ParamKind, kernel_when
 from .cache import PlanCache
 from .handle import Failure, FusionTensor, Handles
 from .inspect import _ACTIVE
-from .ir import OpKind
 from .optimizer import build_plan
-from .plan import execute
+from .plan import RUNNERS, execute
 from .stream import OperationStream, user_location
 
-K = OpKind
 FT = FusionTensor
-_BOOL = dt.bool_
 _SCALAR_TYPES = (bool, int, float)
-_CMP = frozenset(o._value_ for o in COMPARISONS)  # str keys: hashing an Enum is slow
-_TT, _TS, _ST = ("tt",), ("ts",), ("st",)
 _EMPTY = ()
 
 #: Process the release queue while recording once it holds this many entries (and at drains).
@@ -42,32 +43,19 @@ _RELEASE_BATCH = 256
 DEFAULT_MAX_OPS = 32768
 
 
-def _scalar(op, value):
-    """`value` as a Python scalar; `op` (a name or an op enum) names the op in the error."""
+def _scalar(op: str, value):
+    """`value` as a Python scalar; `op` names the op in the error."""
     if type(value) in _SCALAR_TYPES:
         return value
     if isinstance(value, (np.bool_, np.integer, np.floating)):
         return value.item()
-    name = op if isinstance(op, str) else op.value
-    raise DTypeError(f"{name}: expected a tensor of this device or a real scalar, got "
+    raise DTypeError(f"{op}: expected a tensor of this device or a real scalar, got "
                      f"{type(value).__name__}")
 
 
-def _same_dtype(op: str, a: FT, b: FT) -> None:
-    if a.dtype is not b.dtype:
-        raise DTypeError(f"{op}: operands must have one dtype, got {a.dtype.name} {a.shape} "
-                         f"and {b.dtype.name} {b.shape}")
-
-
-def _check_dims(op: str, shape: tuple, dims) -> tuple:
-    dims = tuple(dims)
-    nd = len(shape)
-    for d in dims:
-        if not isinstance(d, int) or not 0 <= d < max(nd, 1):
-            raise IndexOutOfRangeError(f"{op}: dim {d!r} is out of range for shape {shape}")
-    if len(set(dims)) != len(dims):
-        raise ShapeError(f"{op}: repeated dim in {dims} for shape {shape}")
-    return dims
+def _not_ours(op: str, x) -> DTypeError:
+    return DTypeError(f"{op}: tensor inputs must be tensors of this layer, got "
+                      f"{type(x).__name__}")
 
 
 class Fusion(Backend):
@@ -86,14 +74,18 @@ class Fusion(Backend):
         self._lock = threading.RLock()
         self._draining = False
         self._trace = debug_level() >= 1
-        # a base backend that checks dtypes per device (wgpu: no float64) is asked at record time
+        # a base backend that checks dtypes per device (wgpu: no float64) is asked at record
+        # time, for every dtype outside those it says it holds
         self._check_dtype = getattr(inner, "check_dtype", None)
+        dtypes = getattr(inner, "dtypes", None)
+        self._dtypes_ok = frozenset(dtypes()) if dtypes is not None else None
+        self._composite_fns: dict = {}  # (op name, argument layout) -> drain-time function
 
     def __repr__(self) -> str:
         return f"Fusion({self.inner!r})"
 
     # ---------------------------------------------------------------- recording
-    def _rec(self, kind: OpKind, op, args: tuple, inputs: tuple, scalars: tuple, shape: tuple,
+    def _rec(self, kind, op, args: tuple, inputs: tuple, scalars: tuple, shape: tuple,
              dtype: DType, location: str | None = None) -> FT:
         with self._lock:
             if self._draining:
@@ -124,281 +116,11 @@ class Fusion(Backend):
     def dtype_of(self, x: FT) -> DType:
         return x.dtype
 
-    def full(self, shape: tuple, value, dtype: DType) -> FT:
-        try:
-            shape = tuple(int(s) for s in shape)
-        except TypeError:
-            raise ShapeError(f"full: expected a shape of ints, got {shape!r}") from None
-        if any(s < 0 for s in shape):
-            raise ShapeError(f"full: negative size in shape {shape}")
-        if self._check_dtype is not None:
-            self._check_dtype("full", dtype)
-        return self._rec(K.FULL, None, (shape, dtype), _EMPTY, (_scalar("full", value),),
-                         shape, dtype)
-
     def empty(self, shape: tuple, dtype: DType) -> FT:
         return self.full(shape, 0, dtype)
 
     def zeros(self, shape: tuple, dtype: DType) -> FT:
         return self.full(shape, 0, dtype)
-
-    # ---------------------------------------------------------------- elementwise
-    def unary(self, op: UnaryOp, x: FT) -> FT:
-        return self._rec(K.UNARY, op, _EMPTY, (x,), _EMPTY, x.shape, x.dtype)
-
-    def binary(self, op: BinaryOp, lhs, rhs) -> FT:
-        if type(lhs) is FT:
-            d = lhs.dtype
-            out_dtype = _BOOL if op._value_ in _CMP else d
-            if type(rhs) is FT:
-                ls, rs = lhs.shape, rhs.shape
-                shape = ls if ls == rs else sh.broadcast(op.value, ls, rs)
-                if rhs.dtype is not d:
-                    _same_dtype(op.value, lhs, rhs)
-                return self._rec(K.BINARY, op, _TT, (lhs, rhs), _EMPTY, shape, out_dtype)
-            if type(rhs) not in _SCALAR_TYPES:
-                rhs = _scalar(op, rhs)
-            return self._rec(K.BINARY, op, _TS, (lhs,), (rhs,), lhs.shape, out_dtype)
-        if type(rhs) is FT:
-            if type(lhs) not in _SCALAR_TYPES:
-                lhs = _scalar(op, lhs)
-            return self._rec(K.BINARY, op, _ST, (rhs,), (lhs,), rhs.shape,
-                             _BOOL if op._value_ in _CMP else rhs.dtype)
-        raise DTypeError(f"{op.value}: expected at least one tensor operand, got "
-                         f"{type(lhs).__name__} and {type(rhs).__name__}")
-
-    def where(self, cond: FT, lhs, rhs) -> FT:
-        if type(cond) is not FT:
-            raise DTypeError(f"where: the condition must be a tensor, got {type(cond).__name__}")
-        if cond.dtype is not _BOOL:
-            raise DTypeError(f"where: the condition must be bool, got {cond.dtype.name} "
-                             f"{cond.shape}")
-        tl, tr = type(lhs) is FT, type(rhs) is FT
-        if not tl and not tr:  # numpy's result dtype of two scalars, at cond's shape
-            lhs, rhs = _scalar("where", lhs), _scalar("where", rhs)
-            lhs = self.full(cond.shape, lhs, dt.from_numpy(np.result_type(lhs, rhs)))
-            tl = True
-        tensors = [cond]
-        scalars = []
-        pattern = "t"
-        for v, t in ((lhs, tl), (rhs, tr)):
-            if t:
-                tensors.append(v)
-                pattern += "t"
-            else:
-                scalars.append(_scalar("where", v))
-                pattern += "s"
-        if tl and tr:
-            _same_dtype("where", lhs, rhs)
-        dtype = lhs.dtype if tl else rhs.dtype
-        shape = sh.broadcast("where", *(t.shape for t in tensors))
-        return self._rec(K.WHERE, None, (pattern,), tuple(tensors), tuple(scalars), shape, dtype)
-
-    def cast(self, x: FT, dtype: DType) -> FT:
-        if x.dtype is dtype:
-            return x
-        if self._check_dtype is not None:
-            self._check_dtype("cast", dtype)
-        return self._rec(K.CAST, None, (dtype,), (x,), _EMPTY, x.shape, dtype)
-
-    # ---------------------------------------------------------------- reductions, matmul
-    def reduce(self, op: ReduceOp, x: FT, dims: tuple, keepdim: bool) -> FT:
-        dims = _check_dims(op.value, x.shape, dims)
-        if op in ARG_REDUCTIONS and len(dims) != 1:
-            raise ShapeError(f"{op.value}: expects exactly one dim, got {dims} for shape "
-                             f"{x.shape}")
-        keepdim = bool(keepdim)
-        return self._rec(K.REDUCE, op, (dims, keepdim), (x,), _EMPTY,
-                         sh.reduce(x.shape, dims, keepdim), reduce_out_dtype(op, x.dtype))
-
-    def matmul(self, lhs: FT, rhs: FT) -> FT:
-        shape = sh.matmul(lhs.shape, rhs.shape)
-        _same_dtype("matmul", lhs, rhs)
-        return self._rec(K.MATMUL, None, _EMPTY, (lhs, rhs), _EMPTY, shape, lhs.dtype)
-
-    # ---------------------------------------------------------------- movement
-    def reshape(self, x: FT, shape: tuple) -> FT:
-        new = sh.reshape(x.shape, shape)
-        if new == x.shape:
-            return x
-        return self._rec(K.RESHAPE, None, (new,), (x,), _EMPTY, new, x.dtype)
-
-    def permute(self, x: FT, axes: tuple) -> FT:
-        axes = sh.permute(x.shape, axes)
-        if axes == tuple(range(len(axes))):
-            return x
-        return self._rec(K.PERMUTE, None, (axes,), (x,), _EMPTY,
-                         tuple(x.shape[a] for a in axes), x.dtype)
-
-    def expand(self, x: FT, shape: tuple) -> FT:
-        new = sh.expand(x.shape, shape)
-        if new == x.shape:
-            return x
-        return self._rec(K.EXPAND, None, (new,), (x,), _EMPTY, new, x.dtype)
-
-    def slice(self, x: FT, slices: tuple) -> FT:
-        slices = tuple(tuple(int(v) for v in s) for s in slices)
-        if len(slices) != len(x.shape) or any(len(s) != 3 for s in slices):
-            raise ShapeError(f"slice: expected one (start, stop, step) per dim of {x.shape}, "
-                             f"got {slices}")
-        out = []
-        for (a, b, c), n in zip(slices, x.shape):
-            if c == 0:
-                raise ShapeError(f"slice: step 0 in {slices} for shape {x.shape}")
-            out.append(len(range(n)[slice(a, b if b >= 0 or c > 0 else None, c)]))
-        out = tuple(out)
-        if all(s == (0, n, 1) for s, n in zip(slices, x.shape)):
-            return x
-        return self._rec(K.SLICE, None, (slices,), (x,), _EMPTY, out, x.dtype)
-
-    def cat(self, xs: Sequence[FT], dim: int) -> FT:
-        xs = tuple(xs)
-        if not xs:
-            raise ShapeError("cat: expected at least one tensor")
-        for x in xs[1:]:
-            _same_dtype("cat", xs[0], x)
-        if not 0 <= dim < max(len(xs[0].shape), 1):
-            raise IndexOutOfRangeError(f"cat: dim {dim} is out of range for shape "
-                                       f"{xs[0].shape}")
-        shape = sh.cat([x.shape for x in xs], dim)
-        if len(xs) == 1:
-            return xs[0]
-        return self._rec(K.CAT, None, (dim,), xs, _EMPTY, shape, xs[0].dtype)
-
-    def contiguous(self, x: FT) -> FT:
-        return self._rec(K.CONTIGUOUS, None, _EMPTY, (x,), _EMPTY, x.shape, x.dtype)
-
-    # ---------------------------------------------------------------- indexing
-    def _index(self, op: str, index: FT, rank: int | None = None) -> None:
-        if index.dtype is not dt.int64:
-            raise DTypeError(f"{op}: index must be int64, got {index.dtype.name} {index.shape}")
-        if rank is not None and len(index.shape) != rank:
-            raise ShapeError(f"{op}: index must be {rank}-D, got shape {index.shape}")
-
-    def gather(self, x: FT, dim: int, index: FT) -> FT:
-        self._index("gather", index)
-        _check_dims("gather", x.shape, (dim,))
-        shape = sh.gather("gather", x.shape, dim, index.shape)
-        return self._rec(K.GATHER, None, (dim,), (x, index), _EMPTY, shape, x.dtype,
-                         user_location(2))
-
-    def scatter_add(self, x: FT, dim: int, index: FT, src: FT) -> FT:
-        self._index("scatter_add", index)
-        _check_dims("scatter_add", x.shape, (dim,))
-        _same_dtype("scatter_add", x, src)
-        sh.gather("scatter_add", x.shape, dim, index.shape)
-        if len(src.shape) != len(index.shape) or any(
-                a > b for a, b in zip(index.shape, src.shape)):
-            raise ShapeError(f"scatter_add: index shape {index.shape} exceeds src shape "
-                             f"{src.shape}")
-        return self._rec(K.SCATTER_ADD, None, (dim,), (x, index, src), _EMPTY, x.shape,
-                         x.dtype, user_location(2))
-
-    def index_select(self, x: FT, dim: int, index: FT) -> FT:
-        self._index("index_select", index, 1)
-        _check_dims("index_select", x.shape, (dim,))
-        shape = x.shape[:dim] + index.shape + x.shape[dim + 1:]
-        return self._rec(K.INDEX_SELECT, None, (dim,), (x, index), _EMPTY, shape, x.dtype,
-                         user_location(2))
-
-    def index_add(self, x: FT, dim: int, index: FT, src: FT) -> FT:
-        self._index("index_add", index, 1)
-        _check_dims("index_add", x.shape, (dim,))
-        _same_dtype("index_add", x, src)
-        want = x.shape[:dim] + index.shape + x.shape[dim + 1:]
-        if src.shape != want:
-            raise ShapeError(f"index_add: src shape {src.shape} should be {want} for x "
-                             f"{x.shape}, dim {dim} and {index.shape[0]} indices")
-        return self._rec(K.INDEX_ADD, None, (dim,), (x, index, src), _EMPTY, x.shape,
-                         x.dtype, user_location(2))
-
-    # ---------------------------------------------------------------- helpers
-    def softmax(self, x: FT, dim: int) -> FT:
-        """One opaque op when the inner backend has its own softmax (numpy's runs row blocks
-        in cache); else the generic helper's primitives, which fuse with their neighbours."""
-        if type(self.inner).softmax is Backend.softmax or type(x) is not FT:
-            return Backend.softmax(self, x, dim)
-        _check_dims("softmax", x.shape, (dim,))
-        return self.custom(f"softmax(dim={dim})", self.inner.softmax, (x,),
-                           ((x.shape, x.dtype),), (dim,), location=user_location(2))[0]
-
-    def linear(self, x: FT, weight: FT, bias=None) -> FT:
-        """One opaque op (the inner backend's `linear`: a matmul with a transposed view)
-        instead of a permute, a reshape and a matmul. The bias is part of the op where the
-        inner backend adds it in the kernel (wgpu); else it is an add of its own, which fuses
-        with what follows (numpy)."""
-        if type(x) is not FT or type(weight) is not FT or (bias is not None
-                                                           and type(bias) is not FT):
-            return Backend.linear(self, x, weight, bias)
-        if not x.shape or len(weight.shape) != 2 or x.shape[-1] != weight.shape[1]:
-            raise ShapeError(f"linear: input {x.shape} does not end with the weight's "
-                             f"in_features ({weight.shape} is [out, in])")
-        _same_dtype("linear", x, weight)
-        out = ((x.shape[:-1] + weight.shape[:1], x.dtype),)
-        if bias is not None:
-            if bias.shape != weight.shape[:1]:
-                raise ShapeError(f"linear: bias of shape {bias.shape} should be "
-                                 f"{weight.shape[:1]} for the weight {weight.shape}")
-            _same_dtype("linear", x, bias)
-            if self.inner.linear_bias_in_kernel and len(x.shape) >= 2:
-                fn = self.__dict__.get("_linear_bias_fn")
-                if fn is None:  # made once: a custom op's function is part of the plan key
-                    inner = self.inner
-                    fn = self.__dict__["_linear_bias_fn"] = \
-                        lambda x, w, b: inner.linear(x, w, b)
-                return self.custom("linear+bias", fn, (x, weight, bias), out,
-                                   location=user_location(2))[0]
-        y = self.custom("linear", self.inner.linear, (x, weight), out,
-                        location=user_location(2))[0]
-        return y if bias is None else self.binary(BinaryOp.ADD, y, bias)
-
-    def layer_norm(self, x: FT, n_dims: int, eps: float, weight=None, bias=None) -> FT:
-        """One opaque op when the inner backend has its own layer_norm, as softmax."""
-        tensors = [t for t in (weight, bias) if t is not None]
-        if (type(self.inner).layer_norm is Backend.layer_norm or type(x) is not FT
-                or any(type(t) is not FT for t in tensors) or not x.dtype.is_float
-                or n_dims == 0):
-            return Backend.layer_norm(self, x, n_dims, eps, weight, bias)
-        inner_shape = x.shape[len(x.shape) - n_dims:]
-        if not 1 <= n_dims <= len(x.shape):
-            raise ShapeError(f"layer_norm: cannot normalize {n_dims} trailing dims of shape "
-                             f"{x.shape}")
-        for name, t in (("weight", weight), ("bias", bias)):
-            if t is not None:
-                if t.shape != inner_shape:
-                    raise ShapeError(f"layer_norm: {name} of shape {t.shape} should be "
-                                     f"{inner_shape} for input {x.shape}")
-                _same_dtype("layer_norm", x, t)
-        fns = self.__dict__.get("_layer_norm_fns")
-        if fns is None:
-            fns = self.__dict__["_layer_norm_fns"] = _layer_norm_fns(self.inner)
-        fn = fns[(weight is not None, bias is not None)]
-        return self.custom(f"layer_norm(n_dims={n_dims})", fn, (x, *tensors),
-                           ((x.shape, x.dtype),), (n_dims, float(eps)),
-                           location=user_location(2))[0]
-
-    def attention(self, q: FT, k: FT, v: FT, mask=None, scale: float = 1.0) -> FT:
-        """One opaque op when the inner backend has its own attention (numpy's never holds
-        the whole batch's scores); else the generic helper's primitives."""
-        tensors = (q, k, v) if mask is None else (q, k, v, mask)
-        if (type(self.inner).attention is Backend.attention
-                or any(type(t) is not FT for t in tensors)):
-            return Backend.attention(self, q, k, v, mask, scale)
-        scores = sh.matmul(q.shape, k.shape[:-2] + k.shape[:-3:-1])
-        shape = sh.matmul(scores, v.shape)
-        if mask is not None and sh.broadcast("attention", scores, mask.shape) != scores:
-            raise ShapeError(f"attention: mask of shape {mask.shape} does not broadcast to "
-                             f"the scores {scores}")
-        for t in tensors[1:]:
-            _same_dtype("attention", q, t)
-        fns = self.__dict__.get("_attention_fns")
-        if fns is None:  # made once: a custom op's function is part of the plan key
-            inner = self.inner
-            fns = self.__dict__["_attention_fns"] = (
-                lambda q, k, v, scale: inner.attention(q, k, v, None, scale),
-                lambda q, k, v, mask, scale: inner.attention(q, k, v, mask, scale))
-        return self.custom("attention", fns[mask is not None], tensors, ((shape, q.dtype),),
-                           (float(scale),), location=user_location(2))[0]
 
     # ---------------------------------------------------------------- custom ops (extensions)
     def custom(self, name: str, fn: Callable, inputs: Sequence[FT], outputs: Sequence,
@@ -524,12 +246,180 @@ class Fusion(Backend):
 
 
 
-def _layer_norm_fns(inner: Backend) -> dict:
-    """(has weight, has bias) -> the custom-op function calling `inner.layer_norm` (made once
-    per layer: the same functions keep plans shareable)."""
-    return {
-        (True, True): lambda x, w, b, n, eps: inner.layer_norm(x, n, eps, w, b),
-        (True, False): lambda x, w, n, eps: inner.layer_norm(x, n, eps, w, None),
-        (False, True): lambda x, b, n, eps: inner.layer_norm(x, n, eps, None, b),
-        (False, False): lambda x, n, eps: inner.layer_norm(x, n, eps, None, None),
-    }
+# ---------------------------------------------------------------------------- generated recorders
+def _operand_branches(operands: list, tensors: list, indent: str) -> list:
+    """Nested ifs over the OPERAND parameters (tensor or scalar) setting the operand pattern
+    (part of the IR's args), the tensor inputs and the scalars, without building strings at
+    run time."""
+    tensors_before = "".join(f"{t}, " for t in tensors)
+
+    def rec(i, pattern, ins, scs, pad):
+        if i == len(operands):
+            ins_s = "".join(f"{n}, " for n in ins)
+            scs_s = "".join(f"{n}, " for n in scs)
+            return [f"{pad}_pat, _ins, _sc = {pattern!r}, ({tensors_before}{ins_s}), ({scs_s})"]
+        n = operands[i]
+        return ([f"{pad}if type({n}) is _FT:"] + rec(i + 1, pattern + "t", ins + [n], scs, pad + "    ")
+                + [f"{pad}else:"] + rec(i + 1, pattern + "s", ins, scs + [n], pad + "    "))
+    return rec(0, "t" * len(tensors), [], [], indent)
+
+
+def _recorder_source(op: ops.OpDef) -> str:
+    """The generated recorder of a declared primitive."""
+    name = op.name
+    L = [f"def {name}(self, {op.signature()}):"]
+    tensors, operands, statics, values = [], [], [], []
+    code = None
+    first_tensor = None
+    for p in op.params:
+        n = p.name
+        if p.kind in (ParamKind.TENSOR, ParamKind.INDEX):
+            L.append(f"    if type({n}) is not _FT:\n        raise _not_ours(_NAME, {n})")
+            tensors.append(n)
+        elif p.kind is ParamKind.TENSORS:
+            L.append(f"    {n} = tuple({n})")
+            L.append(f"    for _t in {n}:\n        if type(_t) is not _FT:\n"
+                     f"            raise _not_ours(_NAME, _t)")
+            tensors.append(f"*{n}")
+        elif p.kind is ParamKind.OPERAND:
+            if any(q.kind in (ParamKind.TENSOR, ParamKind.INDEX) for q in
+                   op.params[op.params.index(p):]):
+                raise FusionError(f"{name}: tensor parameters come before operands")
+            L.append(f"    if type({n}) is not _FT and type({n}) not in _SCALARS:\n"
+                     f"        {n} = _scalar(_NAME, {n})")
+            operands.append(n)
+        elif p.kind is ParamKind.VALUE:
+            L.append(f"    if type({n}) not in _SCALARS:\n        {n} = _scalar(_NAME, {n})")
+            values.append(n)
+        elif p.kind is ParamKind.STATIC:
+            if n == "op":
+                code = n
+            else:
+                statics.append(n)
+        else:
+            raise FusionError(f"{name}: a primitive with {p.kind.value} parameters cannot be "
+                              "recorded")
+        if first_tensor is None and p.kind.is_tensor:
+            first_tensor = n
+    L.append(f"    _m = _META({op.call_args()})")
+    L.append("    if type(_m) is _Out:")
+    if first_tensor is not None:
+        L.append(f"        if _m.same:\n            return {first_tensor}")
+    L.append(f"        if _m.args is not None:\n            {op.call_args()}, = _m.args")
+    L.append("        _shape, _dtype = _m.shape, _m.dtype")
+    L.append("    else:\n        _shape, _dtype = _m")
+    L.append("    _ok = self._dtypes_ok\n    if _ok is not None and _dtype not in _ok:\n"
+             "        self._check_dtype(_NAME, _dtype)")
+    if any(t.startswith("*") for t in tensors):
+        head = "".join(f"{t}, " for t in tensors)
+        L.append(f"    _ins = ({head})")
+    static_args = "".join(f"{n}, " for n in statics)
+    if operands:
+        if any(t.startswith("*") for t in tensors):
+            raise FusionError(f"{name}: operands and a tensor sequence cannot be mixed")
+        L += _operand_branches(operands, tensors, "    ")
+        args = f"(_pat, {static_args})"
+        ins, scs = "_ins", f"_sc + ({''.join(f'{n}, ' for n in values)})" if values else "_sc"
+    else:
+        args = f"({static_args})"
+        ins = "_ins" if any(t.startswith("*") for t in tensors) else \
+            f"({''.join(f'{t}, ' for t in tensors)})"
+        scs = f"({''.join(f'{n}, ' for n in values)})"
+    loc = ", _loc(2)" if op.checks_data else ""
+    L.append(f"    return self._rec(_OP, {code or 'None'}, {args}, {ins}, {scs}, _shape, _dtype"
+             f"{loc})")
+    return "\n".join(L) + "\n"
+
+
+def _runner(op: ops.OpDef) -> Callable:
+    """How a plan step runs an opaque primitive: `fn(inner, ir, *inputs)` calls the inner
+    backend's kernel with the arguments in the op's parameter order."""
+    parts, k_in, k_arg, k_sc = [], 0, 0, 0
+    n_in = sum(1 for p in op.params if p.kind in (ParamKind.TENSOR, ParamKind.INDEX))
+    for p in op.params:
+        if p.kind in (ParamKind.TENSOR, ParamKind.INDEX):
+            parts.append(f"_x[{k_in}]")
+            k_in += 1
+        elif p.kind is ParamKind.TENSORS:
+            if n_in:
+                raise FusionError(f"{op.name}: a tensor sequence must be the only tensors")
+            parts.append("list(_x)")
+        elif p.kind is ParamKind.STATIC and p.name == "op":
+            parts.append("_ir.op")
+        elif p.kind is ParamKind.STATIC:
+            parts.append(f"_ir.args[{k_arg}]")
+            k_arg += 1
+        elif p.kind is ParamKind.VALUE:
+            parts.append(f"_ir.scalars[{k_sc}]")
+            k_sc += 1
+    src = (f"def run_{op.name}(_inner, _ir, *_x):\n"
+           f"    return _inner.{op.name}({', '.join(parts)})\n")
+    return ops.generate(f"run_{op.name}", src, {}, f"run_{op.name}")
+
+
+def _composite_source(op: ops.OpDef) -> str:
+    return (f"def {op.name}(self, {op.signature()}):\n"
+            f"    return _composite(self, _OP, ({op.call_args()},))\n")
+
+
+def _composite(F: "Fusion", op: ops.OpDef, args: tuple):
+    """One opaque op when the inner backend has a kernel for the composite (and its `when`
+    holds) and every tensor is this layer's; else the composite's primitives, which fuse."""
+    m = Out.of(op.meta(*args))  # the one rule checks the arguments on either path
+    method = kernel_of(F.inner, op)
+    if method is None:
+        return op.decompose(F, *args)
+    layout = []
+    tensors, values = [], []
+    for p, a in zip(op.params, args):
+        if p.kind.is_tensor:
+            if a is None:
+                layout.append("n")
+                continue
+            if type(a) is not FT:
+                return op.decompose(F, *args)
+            layout.append("t")
+            tensors.append(a)
+        else:
+            layout.append("v")
+            values.append(a)
+    when = kernel_when(method)
+    if when is not None and not when(*args):
+        return op.decompose(F, *args)
+    layout = tuple(layout)
+    key = (op.name, layout)
+    fn = F._composite_fns.get(key)
+    if fn is None:  # made once per layout: a custom op's function is part of the plan key
+        fn = F._composite_fns[key] = _kernel_call(F.inner, op, layout)
+    statics = [f"{p.name}={a!r}" for p, a in zip(op.params, args) if p.kind is ParamKind.STATIC]
+    name = f"{op.name}({', '.join(statics)})" if statics else op.name
+    return F.custom(name, fn, tensors, ((m.shape, m.dtype),), tuple(values),
+                    location=user_location(2))[0]
+
+
+def _kernel_call(inner: Backend, op: ops.OpDef, layout: tuple) -> Callable:
+    run = getattr(inner, op.name)
+    n_t = layout.count("t")
+
+    def call(*flat):
+        ts, vs = iter(flat[:n_t]), iter(flat[n_t:])
+        return run(*[next(ts) if k == "t" else None if k == "n" else next(vs) for k in layout])
+    call.__name__ = f"kernel_{op.name}"
+    return call
+
+
+def _install(op: ops.OpDef) -> None:
+    if op.is_composite:
+        ns = {"_OP": op, "_composite": _composite, **op.defaults()}
+        src = _composite_source(op)
+    else:
+        ns = {"_OP": op, "_NAME": op.name, "_META": op.meta, "_FT": FT, "_Out": Out,
+              "_SCALARS": _SCALAR_TYPES, "_scalar": _scalar, "_not_ours": _not_ours,
+              "_loc": user_location, **op.defaults()}
+        src = _recorder_source(op)
+        if not op.elementwise:
+            RUNNERS[op] = _runner(op)
+    setattr(Fusion, op.name, ops.generate(op.name, src, ns, f"Fusion.{op.name}", op.doc))
+
+
+ops.subscribe(_install)

@@ -35,39 +35,30 @@ class TensorIr:
         return f"t{self.id}{list(self.shape)}:{self.dtype.name}"
 
 
-class OpKind(Enum):
-    """The families of recorded ops. `elementwise` ones fuse; the rest are opaque boundaries."""
+class CustomKind:
+    """The kind of opaque ops recorded with a function to run at drain time (extension ops,
+    composites recorded as one backend kernel). Declared ops are their own kind: their
+    `OpDef` (`lazyt.ops`), which has the same `label`/`elementwise`/`absorbable` answers."""
 
-    UNARY = ("unary", True)
-    BINARY = ("binary", True)
-    WHERE = ("where", True)
-    CAST = ("cast", True)
-    FULL = ("full", True)
-    REDUCE = ("reduce", False)
-    MATMUL = ("matmul", False)
-    RESHAPE = ("reshape", False)
-    PERMUTE = ("permute", False)
-    EXPAND = ("expand", False)
-    SLICE = ("slice", False)
-    CAT = ("cat", False)
-    CONTIGUOUS = ("contiguous", False)
-    GATHER = ("gather", False)
-    SCATTER_ADD = ("scatter_add", False)
-    INDEX_SELECT = ("index_select", False)
-    INDEX_ADD = ("index_add", False)
-    CUSTOM = ("custom", False)
+    label = "custom"
+    elementwise = False
+    absorbable = False
+    instr = None
 
-    def __init__(self, label: str, elementwise: bool):
-        self.label = label
-        self.elementwise = elementwise
+    def __repr__(self) -> str:
+        return "CUSTOM"
+
+
+CUSTOM = CustomKind()
 
 
 @dataclass(slots=True, eq=False)
 class OperationIr:
     """One recorded op.
 
-    - `kind`/`op`: the family and, for unary/binary/reduce, the `UnaryOp`/`BinaryOp`/`ReduceOp`
-      (for CUSTOM, the op's name).
+    - `kind`: the declared op (`lazyt.ops.OpDef`) or `CUSTOM`; `op`: the op code of a family
+      (`UnaryOp`, `BinaryOp`, `ReduceOp`: the declaration's STATIC parameter named `op`), or
+      for CUSTOM the op's name.
     - `args`: structural arguments, part of the plan key. For BINARY/WHERE the first arg is the
       operand pattern, e.g. "ts" = tensor op scalar; then dims, shapes, dtypes as the op needs.
     - `scalars`: scalar operands and fill values (BINARY/WHERE/FULL) or the non-tensor arguments
@@ -78,7 +69,7 @@ class OperationIr:
       at drain time (custom, indexing; every op under LAZYT_DEBUG>=1).
     """
 
-    kind: OpKind
+    kind: Any
     op: Any
     inputs: tuple
     outputs: tuple
@@ -89,7 +80,7 @@ class OperationIr:
 
     @property
     def name(self) -> str:
-        if self.kind is OpKind.CUSTOM:
+        if self.kind is CUSTOM:
             return str(self.op)
         if self.op is not None:
             return self.op.value

@@ -19,11 +19,9 @@ import networkx as nx
 
 from ..backends.fused import FusedBlock, FusedInstr, Ref
 from ..shape import numel
-from .ir import OpKind, TensorStatus
+from .ir import TensorStatus
 from .plan import BlockStep, OpStep, Plan
 
-_INSTR_KIND = {OpKind.UNARY: "unary", OpKind.BINARY: "binary", OpKind.WHERE: "where",
-               OpKind.CAST: "cast", OpKind.FULL: "full"}
 
 
 def build_graph(stream) -> tuple:
@@ -71,7 +69,7 @@ def build_plan(stream, key: tuple) -> Plan:
     # (block inputs are broadcast to the block's shape anyway), and the expand never runs
     alias: dict = {}
     for i, op in enumerate(ops):
-        if needed[i] and op.kind is OpKind.EXPAND:
+        if needed[i] and op.kind.absorbable:
             r = out_rels[i][0]
             if not alive[r] and all(ops[j].kind.elementwise for j in readers.get(r, ())):
                 src = in_rels[i][0]
@@ -223,7 +221,7 @@ def _block_step(stream, member_ops, in_rels, out_rels, readers, alive,
     for i in member_ops:
         op = ops[i]
         out_ir = op.outputs[0]
-        kind = _INSTR_KIND[op.kind]
+        kind = op.kind.instr
         tensors = iter(in_rels[i])
         sc = scalar_start[i]
         pattern = op.args[0] if kind in ("binary", "where") else \

@@ -14,20 +14,21 @@ from typing import Sequence
 from ..dtype import DType
 from ..errors import FusionError
 from .handle import FusionTensor, Handles, _Ref, next_id
-from .ir import OperationIr, OpKind, TensorIr, TensorStatus
+from .ir import CUSTOM, OperationIr, TensorIr, TensorStatus
 
 _NOT_INIT = TensorStatus.NOT_INIT
 _READ_ONLY = TensorStatus.READ_ONLY
-_CUSTOM = OpKind.CUSTOM
+_CUSTOM = CUSTOM
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
 
 def user_location(depth: int = 1) -> str | None:
-    """"file:line" of the innermost caller outside the lazyt package (where the user recorded
-    the op)."""
+    """"file:line" of the innermost caller outside the lazyt package and its generated code
+    (where the user recorded the op)."""
     f = sys._getframe(depth)
-    while f is not None and f.f_code.co_filename.startswith(_PKG_DIR):
+    while f is not None and (f.f_code.co_filename.startswith(_PKG_DIR)
+                             or f.f_code.co_filename.startswith("<lazyt ")):
         f = f.f_back
     return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
 
@@ -65,7 +66,7 @@ class OperationStream:
         self.ext.append((r, x.shape, x.dtype.name, tid))
         return r
 
-    def record(self, kind: OpKind, op, args: tuple, inputs: Sequence[FusionTensor],
+    def record(self, kind, op, args: tuple, inputs: Sequence[FusionTensor],
                scalars: tuple, shape: tuple, dtype: DType,
                location: str | None = None) -> FusionTensor:
         """Record a one-output op; returns its (pending) output tensor. The hot path of the

@@ -1,4 +1,5 @@
-"""The op tables: one enum per elementwise/reduction family, shared by every layer and backend."""
+"""The op codes: one enum per elementwise/reduction family, shared by every layer and backend
+(each member is one entry of the family's tables: numpy ufunc, kernel expression, gradient)."""
 from __future__ import annotations
 
 from enum import Enum

@@ -1,0 +1,34 @@
+"""`matmul`: batched, broadcast batch dims (numpy's rule for rank >= 2). Compute-bound."""
+from __future__ import annotations
+
+from .. import shape as sh
+from ..errors import DTypeError
+from .declare import Grad, OpDef, declare, tensor
+
+
+def _matmul_meta(lhs, rhs):
+    shape = sh.matmul(lhs.shape, rhs.shape)
+    if lhs.dtype is not rhs.dtype:
+        raise DTypeError(f"matmul: operands must have one dtype, got {lhs.dtype.name} "
+                         f"{tuple(lhs.shape)} and {rhs.dtype.name} {tuple(rhs.shape)}")
+    return shape, lhs.dtype
+
+
+def _matmul_reads(ctx):
+    # each operand is read only for the other one's gradient
+    return tuple(n for n, other in (("lhs", "rhs"), ("rhs", "lhs")) if ctx.needs(other))
+
+
+def _matmul_grad(B, g, ctx):
+    out = {}
+    if ctx.needs("lhs"):
+        out["lhs"] = B.float_matmul(g, B.float_transpose(ctx.saved("rhs")))
+    if ctx.needs("rhs"):
+        out["rhs"] = B.float_matmul(B.float_transpose(ctx.saved("lhs")), g)
+    return out
+
+
+matmul = declare(OpDef(
+    "matmul", (tensor("lhs"), tensor("rhs")), _matmul_meta,
+    grad=Grad(_matmul_grad, reads=_matmul_reads),
+    doc="`lhs @ rhs` for operands of one dtype and rank >= 2; batch dims broadcast."))

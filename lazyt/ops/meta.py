@@ -1,0 +1,32 @@
+"""What shape rules return: the output description of an op from its inputs' descriptions."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ..dtype import DType
+
+
+@dataclass(frozen=True)
+class TensorMeta:
+    """A tensor described by shape and dtype (an op's input or output, before any kernel ran)."""
+
+    shape: tuple
+    dtype: DType
+
+
+@dataclass(frozen=True, slots=True)
+class Out:
+    """A rule's answer when it also normalizes the arguments: the output `shape` and `dtype`,
+    the arguments to record (`args`, in parameter order: -1 resolved, axes made non-negative),
+    and `same` when the op returns its (first) tensor input unchanged. Rules that need none of
+    this return a plain `(shape, dtype)` tuple."""
+
+    shape: tuple
+    dtype: DType
+    args: tuple | None = None
+    same: bool = False
+
+    @staticmethod
+    def of(result: Any) -> "Out":
+        return result if type(result) is Out else Out(result[0], result[1])
