@@ -27,7 +27,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
 import lazyt  # noqa: E402
-from lazyt.backends.numpy_fused import _threads  # noqa: E402
+from lazyt.backends.numpy.pool import _threads  # noqa: E402
 from lazyt.fusion import find_fusion  # noqa: E402
 
 QUICK = "--quick" in sys.argv

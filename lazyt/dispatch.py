@@ -91,16 +91,16 @@ def _entry_source(op: ops.OpDef) -> str:
     for p in op.params:
         n = p.name
         if p.kind in (ParamKind.TENSOR, ParamKind.INDEX):
-            L += [f"    if _rep is None:", f"        _rep = {n}; _dev = {n}.device",
+            L += ["    if _rep is None:", f"        _rep = {n}; _dev = {n}.device",
                   f"    elif {n}.device is not _dev:", f"        _common(_NAME, (_rep, {n}))",
                   f"    {n} = {n}.primitive"]
         elif p.kind in (ParamKind.OPERAND, ParamKind.OPTIONAL):
-            L += [f"    if isinstance({n}, _DT):", f"        if _rep is None:",
+            L += [f"    if isinstance({n}, _DT):", "        if _rep is None:",
                   f"            _rep = {n}; _dev = {n}.device",
                   f"        elif {n}.device is not _dev:",
                   f"            _common(_NAME, (_rep, {n}))", f"        {n} = {n}.primitive"]
         elif p.kind is ParamKind.TENSORS:
-            L += [f"    {n} = list({n})", f"    if _rep is None:",
+            L += [f"    {n} = list({n})", "    if _rep is None:",
                   f"        _rep = {n}[0]; _dev = _rep.device",
                   f"    _common(_NAME, [_rep, *{n}])", f"    {n} = [t.primitive for t in {n}]"]
     L += ["    if _rep is None:", "        raise _no_tensor(_NAME)",

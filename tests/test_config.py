@@ -70,10 +70,10 @@ def test_bad_values_name_the_variable(monkeypatch, name, value):
 
 
 def test_thread_pool_follows_num_threads(monkeypatch):
-    from lazyt.backends import numpy_fused
+    from lazyt.backends.numpy import pool as numpy_pool
     monkeypatch.setenv("LAZYT_NUM_THREADS", "3")
-    assert numpy_fused._get_pool()._max_workers == 2
+    assert numpy_pool._get_pool()._max_workers == 2
     monkeypatch.setenv("LAZYT_NUM_THREADS", "1")
-    assert numpy_fused._get_pool() is None
+    assert numpy_pool._get_pool() is None
     x = lazyt.arange(1 << 19, dtype=lazyt.float32)
     assert float((x * 2 + 1).sum().item()) == pytest.approx(float((1 << 19) ** 2), rel=1e-5)

@@ -14,7 +14,7 @@ import lazyt
 from lazyt import nn
 from lazyt.backends.base import Backend
 from lazyt.backends.numpy import NumpyBackend, erf_f32_into
-from lazyt.backends.numpy_fused import parallel_for
+from lazyt.backends.numpy.pool import parallel_for
 from lazyt.dispatch import Dispatch
 from lazyt.ops import ReduceOp
 from lazyt.testing import gradcheck

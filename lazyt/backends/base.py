@@ -198,7 +198,7 @@ def _install(op: ops.OpDef) -> None:
         body = f"    return _decompose(self, {names})\n"
     else:
         ns["_missing"] = _missing
-        body = f"    raise _missing(self, _op)\n"
+        body = "    raise _missing(self, _op)\n"
     src = f"def {op.name}(self, {op.signature()}):\n{body}"
     fn = ops.generate(op.name, src, ns, f"Backend.{op.name}", op.doc)
     _GENERATED[op.name] = fn

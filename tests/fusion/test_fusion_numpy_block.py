@@ -8,7 +8,7 @@ import pytest
 import lazyt
 from lazyt.backends.fused import FusedBlock, FusedInstr, Ref, run_generic
 from lazyt.backends.numpy import NumpyBackend
-from lazyt.backends.numpy_fused import compile_block, run_block
+from lazyt.backends.numpy.fused import compile_block, run_block
 from lazyt.ops import BinaryOp as B, UnaryOp as U
 
 NB = NumpyBackend()

@@ -9,7 +9,6 @@ bound at offsets that respect the device's offset alignment. Compiled pipelines 
 from __future__ import annotations
 
 import functools
-import os
 import re
 import sys
 import threading
