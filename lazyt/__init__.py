@@ -16,6 +16,7 @@ if "numpy" not in _sys.modules:
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")
 
 from .backends.base import Backend
+from . import stack as _stack  # noqa: F401  (builds device stacks)
 from .creation import (arange, empty, empty_like, eye, from_numpy, full, full_like,
                        manual_seed, ones, ones_like, rand, rand_like, randint, randn,
                        randn_like, tensor, zeros, zeros_like)

@@ -1,4 +1,7 @@
-"""Devices: which base backend runs the ops, and which layers (Autodiff, Fusion) sit above it."""
+"""Devices: which base backend runs the ops, and which layers (Autodiff, Fusion) sit above it.
+
+A `Device` only names its stack; `lazyt.stack` builds it (on first use), so this module imports
+no backend and no layer."""
 from __future__ import annotations
 
 import contextvars
@@ -62,16 +65,19 @@ class Device:
         """The backend stack: Autodiff(Fusion(base)) by default, built on first use."""
         stack = self._stack
         if stack is None:
-            stack = self._stack = _build_stack(self)
+            with _LOCK:
+                if self._stack is None:
+                    self._stack = _BUILDER["build"](self)
+            stack = self._stack
         return stack
 
     @property
     def base_backend(self):
-        return _base_backend(self.base, self.index)
+        return _BUILDER["base_backend"](self.base, self.index)
 
 
 _INTERNED: dict = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()
 
 
 def device(spec="cpu", *, autodiff: bool = True, fusion: bool = True,
@@ -115,36 +121,18 @@ def _check_available(base: str, index: int) -> None:
     if importlib.util.find_spec(module) is None:
         raise DeviceError(f"device: the {base} backend needs the '{module}' package; "
                           f"install it with: pip install 'lazyt[{extra}]'")
-    if importlib.util.find_spec(f"lazyt.backends.{base}") is None:
+    if importlib.util.find_spec(f"lazyt.backends.{base}") is None:  # pragma: no cover
         raise DeviceError(f"device: the {base} backend is not part of this lazyt build yet")
 
 
-_BASES: dict = {}
+#: How stacks are made: `lazyt.stack` registers its functions here when imported.
+_BUILDER: dict = {}
 
 
-def _base_backend(base: str, index: int):
-    key = (base, index)
-    b = _BASES.get(key)
-    if b is None:
-        if base == "cpu":
-            from .backends.numpy import NumpyBackend
-            b = NumpyBackend()
-        else:  # pragma: no cover - needs a GPU backend module
-            mod = importlib.import_module(f"lazyt.backends.{base}")
-            b = mod.create_backend(index)
-        b = _BASES.setdefault(key, b)
-    return b
-
-
-def _build_stack(dev: Device):
-    backend = _base_backend(dev.base, dev.index)
-    if dev.fusion:
-        from .fusion import Fusion
-        backend = Fusion(backend)
-    if dev.autodiff:
-        from .autodiff import Autodiff
-        backend = Autodiff(backend, checkpointing=dev.checkpointing)
-    return backend
+def set_stack_builder(build, base_backend) -> None:
+    """Register `build(device) -> stack` and `base_backend(base, index) -> backend`."""
+    _BUILDER["build"] = build
+    _BUILDER["base_backend"] = base_backend
 
 
 # ------------------------------------------------------------------ the default device

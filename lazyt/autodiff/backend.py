@@ -17,7 +17,9 @@ from typing import Iterator
 import numpy as np
 
 from .. import ops
+from ..backends import selectors
 from ..backends.base import Backend, Primitive
+from ..backends.selectors import register_layer
 from ..dtype import DType
 from ..errors import GradError
 from ..ops import ParamKind
@@ -28,6 +30,7 @@ from .graph import run_backward
 from .grads import Gradients
 from .node import Node, Requirement, next_node_id
 from .ops import _GRAD_ENABLED, AutodiffTensor, untracked_view
+from .extension import run as _run_extension
 from .transfer import transfer as _transfer
 
 AT = AutodiffTensor
@@ -47,6 +50,7 @@ class Autodiff(Backend):
         self.inner = inner
         self.checkpointing = checkpointing
         self.ckpt = CheckpointStrategy(checkpointing, inner)
+        self._extension_contexts: dict = {}  # extension class -> (B, ckpt) of its impls
 
     def __repr__(self) -> str:
         return f"Autodiff({self.inner!r}, checkpointing={self.checkpointing!r})"
@@ -137,6 +141,9 @@ class Autodiff(Backend):
     def sync(self) -> None:
         self.inner.sync()
 
+    def run_extension(self, op, args: list, is_tensor: list, declared):
+        return _run_extension(self, op, args, is_tensor, declared)
+
 
 def _method_source(op: ops.OpDef) -> str:
     """The generated method: untracked arguments go straight to the inner backend."""
@@ -168,6 +175,7 @@ def _install(op: ops.OpDef) -> None:
 
 
 ops.subscribe(_install)
+register_layer(selectors.Autodiff, Autodiff)
 
 
 @contextmanager

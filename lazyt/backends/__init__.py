@@ -1,27 +1,15 @@
 """Kernel backends, plus the selectors an extension lists in `backend_extension(...)`.
 
-`Numpy` is the numpy backend, `Cube` the family of kernel backends (wgpu, CUDA). `Autodiff` and
-`Fusion` are the layers; they are re-exported here lazily so that
-`from lazyt.backends import Autodiff, Cube, Fusion, Numpy` works, while the backend modules
-themselves never import a layer above them.
+`Numpy` is the numpy backend, `Cube` the family of kernel backends (wgpu, CUDA); `Autodiff` and
+`Fusion` select the layers (which register themselves; this package imports no layer), so
+`from lazyt.backends import Autodiff, Cube, Fusion, Numpy` works.
 """
 from .base import Backend
+from .cube import CubeBackend
 from .numpy import NumpyBackend
+from .selectors import Autodiff, Fusion
 
 Numpy = NumpyBackend
+Cube = CubeBackend
 
-
-def __getattr__(name: str):
-    if name == "Autodiff":
-        from ..autodiff import Autodiff
-        return Autodiff
-    if name == "Fusion":
-        from ..fusion import Fusion
-        return Fusion
-    if name in ("Cube", "CubeBackend"):
-        from .cube import CubeBackend
-        return CubeBackend
-    raise AttributeError(f"module 'lazyt.backends' has no attribute {name!r}")
-
-
-__all__ = ["Backend", "NumpyBackend", "Numpy", "Autodiff", "Fusion", "Cube"]
+__all__ = ["Backend", "NumpyBackend", "CubeBackend", "Numpy", "Cube", "Autodiff", "Fusion"]

@@ -23,6 +23,7 @@ from .. import ops
 from ..dtype import DType
 from ..errors import GradError, MissingImplError
 from ..ops import BinaryOp, ReduceOp, UnaryOp
+from ..ops.extension import run_base
 from ..ops.elementwise import binary_out_dtype  # noqa: F401  (kernel backends use it)
 from ..ops.reduce import reduce_out_dtype  # noqa: F401
 from .fused import run_generic
@@ -92,10 +93,9 @@ class Backend:
         return run_generic(self, block, inputs, scalars)
 
     def run_extension(self, op, args: list, is_tensor: list, declared):
-        """Run an extension op's impl for this backend (`lazyt.extension`); layers override
-        it with their own routing."""
-        from_ext = _EXTENSION_BASE[0]
-        return from_ext(self, op, args, is_tensor, declared)
+        """Run an extension op (`lazyt.extension`) on this backend's primitives: the impl
+        registered for this backend's class or family. Layers route it their own way."""
+        return run_base(self, op, args, is_tensor, declared)
 
     # ================================================================ named helpers
     # Burn-style float helpers.
@@ -157,10 +157,6 @@ class Backend:
 
     def sigmoid(self, x):
         return self.unary(UnaryOp.SIGMOID, x)
-
-
-# Set by lazyt.extension (above the backends): how a base backend runs an extension op.
-_EXTENSION_BASE: list = [None]
 
 
 # ---------------------------------------------------------------------------- kernels

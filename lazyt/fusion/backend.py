@@ -21,12 +21,15 @@ import numpy as np
 
 from .. import dtype as dt
 from .. import ops
+from ..backends import selectors
 from ..backends.base import Backend, kernel_of
+from ..backends.selectors import register_layer
 from ..config import debug_level
 from ..dtype import DType
 from ..errors import DTypeError, FusionError
 from ..ops import Out, ParamKind, kernel_when
 from .cache import PlanCache
+from .extension import run as _run_extension
 from .handle import Failure, FusionTensor, Handles
 from .inspect import _ACTIVE
 from .optimizer import build_plan
@@ -80,6 +83,7 @@ class Fusion(Backend):
         dtypes = getattr(inner, "dtypes", None)
         self._dtypes_ok = frozenset(dtypes()) if dtypes is not None else None
         self._composite_fns: dict = {}  # (op name, argument layout) -> drain-time function
+        self._extension_runners: dict = {}  # (extension op, argument layout) -> the same
 
     def __repr__(self) -> str:
         return f"Fusion({self.inner!r})"
@@ -121,6 +125,9 @@ class Fusion(Backend):
 
     def zeros(self, shape: tuple, dtype: DType) -> FT:
         return self.full(shape, 0, dtype)
+
+    def run_extension(self, op, args: list, is_tensor: list, declared):
+        return _run_extension(self, op, args, is_tensor, declared)
 
     # ---------------------------------------------------------------- custom ops (extensions)
     def custom(self, name: str, fn: Callable, inputs: Sequence[FT], outputs: Sequence,
@@ -423,3 +430,4 @@ def _install(op: ops.OpDef) -> None:
 
 
 ops.subscribe(_install)
+register_layer(selectors.Fusion, Fusion)
