@@ -5,55 +5,23 @@ import numpy as np
 
 from . import dtype as dt
 from .device import resolve
-from .dispatch import Dispatch
+from .data import generator, host_array, manual_seed  # noqa: F401  (manual_seed: lazyt's)
+from .dispatch import Dispatch, DispatchTensor
 from .dtype import DType
 from .errors import DTypeError, InvalidArgumentError, ShapeError
-from .tensor import Tensor, _shape_args
-
-# Small integer types numpy may hand us, and where lazyt stores them.
-_WIDEN = {np.dtype(np.int8): dt.int32, np.dtype(np.int16): dt.int32,
-          np.dtype(np.uint8): dt.int32, np.dtype(np.uint16): dt.int32,
-          np.dtype(np.uint32): dt.int64}
-
-
-def _host_array(data, dtype: DType | None) -> np.ndarray:
-    """`data` as a host array in a lazyt dtype (copied; never aliases the caller's memory)."""
-    if isinstance(data, Tensor):
-        arr = data.numpy()
-        inferred = data.dtype
-    else:
-        from_python = not isinstance(data, (np.ndarray, np.generic))
-        try:
-            arr = np.array(data)
-        except ValueError as e:  # ragged nested sequences
-            raise ShapeError(f"tensor: data is not a rectangular nested sequence ({e})") from None
-        if arr.dtype == object:
-            raise DTypeError(f"tensor: cannot build a tensor from {type(data).__name__} data "
-                             "holding non-numeric items")
-        kind = arr.dtype.kind
-        if kind == "f" and from_python:
-            inferred = dt.DEFAULT_FLOAT
-        elif kind in "biuf" and arr.dtype in _WIDEN:
-            inferred = _WIDEN[arr.dtype]
-        elif kind in "biuf":
-            inferred = dt.from_numpy(arr.dtype)
-        else:
-            raise DTypeError(f"tensor: data of numpy dtype {arr.dtype} is not supported; lazyt "
-                             "has " + ", ".join(d.name for d in dt.ALL))
-    target = inferred if dtype is None else dt.as_dtype(dtype)
-    if arr.dtype != target.np:
-        arr = arr.astype(target.np)
-    elif isinstance(data, Tensor) or arr.base is not None or not arr.flags.owndata:
-        arr = arr.copy()
-    return arr if arr.flags.c_contiguous else arr.copy(order="C")
-
+from .functional import shape_args as _shape_args
+from .tensor import Tensor
 
 def tensor(data, dtype=None, device=None) -> Tensor:
     """A tensor holding a copy of `data` (nested lists, scalars, numpy arrays or tensors).
 
     Python floats become float32, ints int64, bools bool; numpy arrays keep their dtype."""
     dev = resolve(device)
-    return Dispatch.from_numpy(_host_array(data, dtype), dev, Tensor)
+    if isinstance(data, DispatchTensor):
+        arr = host_array(Dispatch.to_numpy(data), data.dtype if dtype is None else dtype)
+    else:
+        arr = host_array(data, dtype)
+    return Dispatch.from_numpy(arr, dev, Tensor)
 
 
 def from_numpy(array: np.ndarray, device=None) -> Tensor:
@@ -140,19 +108,6 @@ def empty_like(t: Tensor, dtype=None, device=None) -> Tensor:
 
 
 # ---------------------------------------------------------------------- random numbers
-_generator = np.random.default_rng()
-
-
-def manual_seed(seed: int) -> None:
-    """Make `rand`, `randn`, `randint` (and dropout) reproducible."""
-    global _generator
-    _generator = np.random.default_rng(seed)
-
-
-def generator() -> np.random.Generator:
-    return _generator
-
-
 def _random(op: str, shape, dtype, device, draw) -> Tensor:
     shape = _check_shape(op, _shape_args(shape))
     d = _dtype_or(dtype, dt.DEFAULT_FLOAT)
@@ -164,12 +119,12 @@ def _random(op: str, shape, dtype, device, draw) -> Tensor:
 
 def rand(*shape, dtype=None, device=None) -> Tensor:
     """Uniform samples in [0, 1)."""
-    return _random("rand", shape, dtype, device, lambda s: _generator.random(s))
+    return _random("rand", shape, dtype, device, lambda s: generator().random(s))
 
 
 def randn(*shape, dtype=None, device=None) -> Tensor:
     """Standard normal samples."""
-    return _random("randn", shape, dtype, device, lambda s: _generator.standard_normal(s))
+    return _random("randn", shape, dtype, device, lambda s: generator().standard_normal(s))
 
 
 def randint(low: int, high: int | None = None, size=(), dtype=None, device=None) -> Tensor:
@@ -179,7 +134,7 @@ def randint(low: int, high: int | None = None, size=(), dtype=None, device=None)
         raise ShapeError(f"randint: empty range [{low}, {high})")
     shape = _check_shape("randint", _shape_args((size,)) if not isinstance(size, int) else (size,))
     d = _dtype_or(dtype, dt.DEFAULT_INT)
-    arr = _generator.integers(low, high, size=shape).astype(d.np)
+    arr = generator().integers(low, high, size=shape).astype(d.np)
     return Dispatch.from_numpy(arr, resolve(device), Tensor)
 
 

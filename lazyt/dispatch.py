@@ -8,9 +8,10 @@ each `Dispatch` op returns a value of its representative input's `_result_type`
 `Dispatch` has one entry per declared primitive with a tensor parameter (`lazyt.ops`),
 generated from the declaration: it checks that every tensor argument is on one device, passes
 primitives down and wraps the result. Composites (softmax, layer_norm, ...) get the same
-generated entries, reached by name through `Dispatch.helper(name, ...)`, so their names stay
-free for extension ops (a kernel-hub repo may well call its own op `layer_norm`). Extension ops
-registered with `lazyt.extension.backend_extension` become attributes and route the same way.
+generated entries; lazyt reaches them through `Dispatch.helper(name, ...)`, so an extension op
+may take a composite's name as its `Dispatch` attribute (a kernel-hub repo may well call its
+own op `layer_norm`); a primitive's name it may not. Extension ops registered with
+`lazyt.extension.backend_extension` become attributes and route the same way.
 """
 from __future__ import annotations
 
@@ -30,6 +31,18 @@ class DispatchTensor:
     def __init__(self, primitive, device: Device):
         self.primitive = primitive
         self.device = device
+
+    @property
+    def shape(self) -> tuple:
+        return self.device.backend.shape_of(self.primitive)
+
+    @property
+    def dtype(self):
+        return self.device.backend.dtype_of(self.primitive)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.device.backend.shape_of(self.primitive))
 
     def __repr__(self):
         return f"DispatchTensor(shape={tuple(self.device.backend.shape_of(self.primitive))}, " \
@@ -117,8 +130,7 @@ def _install(op: ops.OpDef) -> None:
     fn.__lazyt_op__ = op
     if op.is_composite:
         _COMPOSITES[op.name] = fn
-    else:
-        setattr(Dispatch, op.name, staticmethod(fn))
+    setattr(Dispatch, op.name, staticmethod(fn))
 
 
 _COMPOSITES: dict = {}

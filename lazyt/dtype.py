@@ -1,4 +1,4 @@
-"""Dtypes and numpy-like promotion."""
+"""Dtypes and numpy-like promotion of two dtypes (the op-level policy is in `promotion`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -101,3 +101,4 @@ def promote_scalar(d: DType, kind: str) -> DType:
     if kind == "int" and d is bool_:
         return DEFAULT_INT
     return d
+

@@ -94,9 +94,13 @@ def backend_extension(*selectors):
                 raise LazytError(f"{cls.__name__}.{n}: the extension routes through Fusion, so "
                                  "the op needs @fusion(dtype=..., shape=...), @fusion(meta=...) "
                                  "or @fusion(default)")
-            if hasattr(Dispatch, n) and not getattr(getattr(Dispatch, n), "__lazyt_ext__", None):
+            built_in = getattr(getattr(Dispatch, n, None), "__lazyt_op__", None)
+            if (built_in is not None and not built_in.is_composite) or (
+                    hasattr(Dispatch, n) and built_in is None
+                    and not getattr(getattr(Dispatch, n), "__lazyt_ext__", None)):
                 raise LazytError(f"backend_extension: op name {n!r} clashes with a built-in "
-                                 "Dispatch op")
+                                 "Dispatch op (a composite's name may be taken, a primitive's "
+                                 "may not)")
             cls.__lazyt_ops__[n] = op
             setattr(Dispatch, n, staticmethod(_make_entry(op)))
         cls.implement = classmethod(_implement)

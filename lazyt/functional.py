@@ -1,67 +1,703 @@
-"""Function forms of the Tensor methods: `lazyt.relu(x)`, `lazyt.softmax(x, dim)`, ..."""
+"""The Tensor API's operations: validation, torch-like argument handling and dtype promotion in
+front of `Dispatch`. Each is a function form (`lazyt.relu(x)`, `lazyt.cat([...])`) and, where
+torch has one, a Tensor method: `lazyt.tensor` installs every function registered here with
+`@method` (`METHODS`), so `x.relu()` is `lazyt.relu(x)`.
+
+Ops declared with a `method=`/`function=` name (`lazyt.ops`) get their function generated from
+the declaration (`declared_frontend`), so a new op needs no code here. The functions work on
+any `DispatchTensor` and return the representative input's result type (`Tensor`).
+"""
 from __future__ import annotations
 
+import builtins
 import math
+import operator
+from typing import Sequence
 
 import numpy as np
 
 from . import dtype as dt
+from . import ops
+from . import promotion as pr
 from . import shape as sh
-from .dispatch import Dispatch, common_device
-from .errors import DTypeError, InvalidArgumentError, ShapeError
-from .tensor import (Tensor, _binary, cat, gather, index_add, index_select, matmul,  # noqa: F401
-                     scatter_add, stack, where)
-from .ops import BinaryOp
+from .data import generator, host_array
+from .dispatch import Dispatch, DispatchTensor, common_device
+from .dtype import DType
+from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
+from .ops import FLOAT_UNARY, BinaryOp, ReduceOp, UnaryOp
+
+DT = DispatchTensor
+_B = BinaryOp
+
+#: name -> function whose first parameter is a tensor: installed as `Tensor.<name>`.
+METHODS: dict = {}
+#: The function forms `lazyt` exports.
+__all__: list = []
 
 
-def _method(name: str):
-    def fn(x: Tensor, *args, **kwargs):
-        return getattr(x, name)(*args, **kwargs)
-    fn.__name__ = name
-    fn.__qualname__ = name
-    fn.__doc__ = f"`lazyt.{name}(x, ...)` is `x.{name}(...)`."
+def method(*extra_names: str, function: bool = True):
+    """Register the decorated function as a Tensor method (also under `extra_names`) and,
+    with `function=True`, as a function form `lazyt.<name>`."""
+    def register(fn):
+        for n in (fn.__name__, *extra_names):
+            METHODS[n] = fn
+        if function:
+            __all__.append(fn.__name__)
+        return fn
+    return register
+
+
+def function(fn):
+    """Register the decorated function as a function form only."""
+    __all__.append(fn.__name__)
     return fn
 
 
-_NAMES = ("relu gelu silu sigmoid tanh exp log sqrt rsqrt sin cos erf abs neg softmax "
-          "log_softmax clamp sum mean max min prod argmax argmin var std reshape permute "
-          "transpose squeeze unsqueeze flatten chunk split expand").split()
-for _n in _NAMES:
-    globals()[_n] = _method(_n)
-del _n
+# ---------------------------------------------------------------------- shared machinery
+def shape_args(args) -> tuple:
+    """`f(2, 3)` and `f((2, 3))` both mean shape (2, 3); sizes must be integers."""
+    if len(args) == 1 and isinstance(args[0], (tuple, list)):
+        args = args[0]
+    try:
+        return tuple(operator.index(a) for a in args)
+    except TypeError:
+        raise DTypeError(f"expected a shape of ints, got {args!r}") from None
 
 
-def maximum(a, b) -> Tensor:
-    return _binary(BinaryOp.MAXIMUM, a, b)
+def as_tensor(value, like: DT, dtype: DType | None = None) -> DT:
+    """`value` as a tensor on `like`'s device (tensors pass through unchanged)."""
+    if isinstance(value, DT):
+        return value
+    return Dispatch.from_numpy(host_array(value, dtype), like.device, like._result_type)
 
 
-def minimum(a, b) -> Tensor:
-    return _binary(BinaryOp.MINIMUM, a, b)
+def to(x: DT, dtype: DType) -> DT:
+    """`x` in `dtype` (itself when it already is)."""
+    return x if x.dtype is dtype else Dispatch.cast(x, dtype)
 
 
-def add(a, b) -> Tensor:
-    return _binary(BinaryOp.ADD, a, b)
+def floating(x: DT) -> DT:
+    return x if x.dtype.is_float else Dispatch.cast(x, dt.DEFAULT_FLOAT)
 
 
-def sub(a, b) -> Tensor:
-    return _binary(BinaryOp.SUB, a, b)
+def _rank1(op: str, x: DT) -> None:
+    if x.ndim == 0:
+        raise ShapeError(f"{op}: needs a tensor of rank >= 1, got a 0-d tensor")
 
 
-def mul(a, b) -> Tensor:
-    return _binary(BinaryOp.MUL, a, b)
+def _is_operand(o) -> bool:
+    return isinstance(o, (DT, int, float, np.generic, np.ndarray, list, tuple))
 
 
-def div(a, b) -> Tensor:
-    return _binary(BinaryOp.DIV, a, b)
+# ---------------------------------------------------------------------- elementwise
+def unary(op: UnaryOp, x: DT) -> DT:
+    """A unary op; integer input of a float-only op is computed in the default float."""
+    d = x.dtype
+    if not d.is_float:
+        if op in FLOAT_UNARY:
+            x = Dispatch.cast(x, dt.DEFAULT_FLOAT)
+        elif d is dt.bool_:
+            if op is UnaryOp.ABS or op is UnaryOp.RELU:
+                return x
+            raise DTypeError(f"{op.value}: not supported for bool tensors (shape {x.shape})")
+    return Dispatch.unary(op, x)
 
 
-def pow(a, b) -> Tensor:
-    return _binary(BinaryOp.POW, a, b)
+def binary(op: BinaryOp, a, b) -> DT:
+    """Promote dtypes (numpy rules, weak Python scalars), check broadcasting, dispatch."""
+    if isinstance(a, DT):
+        if isinstance(b, DT):
+            dev = a.device
+            if b.device is not dev:
+                common_device(op.value, (a, b))
+            be = dev.backend
+            pa, pb = a.primitive, b.primitive
+            da, db = be.dtype_of(pa), be.dtype_of(pb)
+            sa, sb = be.shape_of(pa), be.shape_of(pb)
+            if sa != sb:
+                sh.broadcast(op.value, sa, sb)
+            d = da if da is db else dt.promote(da, db)
+            if not d.is_float or op in pr.LOGICAL:
+                d = pr.operand_dtype(op, d)
+            if da is not d:
+                a = Dispatch.cast(a, d)
+            if db is not d:
+                b = Dispatch.cast(b, d)
+            return Dispatch.binary(op, a, b)
+        t, s, t_first = a, b, True
+    elif isinstance(b, DT):
+        t, s, t_first = b, a, False
+    else:
+        raise DTypeError(f"{op.value}: expected a tensor operand")
+    ts = type(s)
+    dtt = t.device.backend.dtype_of(t.primitive)
+    if (ts is float or ts is int) and dtt.is_float and op not in pr.LOGICAL:
+        pass  # the common case: a float tensor with a Python number keeps its dtype
+    else:
+        if isinstance(s, (np.ndarray, list, tuple)):
+            s = as_tensor(s, t)
+            return binary(op, t, s) if t_first else binary(op, s, t)
+        if isinstance(s, np.generic):
+            s = s.item()
+        d = pr.operand_dtype(op, dt.promote_scalar(dtt, dt.scalar_kind(s)))
+        if dtt is not d:
+            t = Dispatch.cast(t, d)
+        if d is dt.bool_:
+            s = bool(s)
+        elif not d.is_float:
+            s = pr.int_scalar(op, s, d, t_first)
+    return Dispatch.binary(op, t, s) if t_first else Dispatch.binary(op, s, t)
 
 
-def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn_mask=None,
+def logical(op: BinaryOp, a: DT, b) -> DT:
+    """`&` / `|`: logical and/or of bool tensors (lazyt has no bitwise integer ops)."""
+    for x in (a, b):
+        d = x.dtype if isinstance(x, DT) else None
+        if (d is not None and d is not dt.bool_) or (d is None and not isinstance(x, bool)):
+            raise DTypeError(f"{op.value}: needs bool operands, got "
+                             f"{d.name if d is not None else type(x).__name__} "
+                             f"(shape {a.shape}); compare first (e.g. x > 0) or use .bool()")
+    return binary(op, a, b)
+
+
+def _binary_fn(name: str, op: BinaryOp, doc: str):
+    def fn(a, b):
+        return binary(op, a, b)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return method()(fn)
+
+
+add = _binary_fn("add", _B.ADD, "`a + b` with broadcasting and promotion.")
+sub = _binary_fn("sub", _B.SUB, "`a - b`.")
+mul = _binary_fn("mul", _B.MUL, "`a * b`.")
+div = _binary_fn("div", _B.DIV, "`a / b` (true division: integers give float32).")
+pow = _binary_fn("pow", _B.POW, "`a ** b`.")  # noqa: A001 - torch's name
+maximum = _binary_fn("maximum", _B.MAXIMUM, "Elementwise maximum (NaN propagates).")
+minimum = _binary_fn("minimum", _B.MINIMUM, "Elementwise minimum (NaN propagates).")
+eq = _binary_fn("eq", _B.EQ, "`a == b` as bool.")
+ne = _binary_fn("ne", _B.NE, "`a != b` as bool.")
+lt = _binary_fn("lt", _B.LT, "`a < b` as bool.")
+le = _binary_fn("le", _B.LE, "`a <= b` as bool.")
+gt = _binary_fn("gt", _B.GT, "`a > b` as bool.")
+ge = _binary_fn("ge", _B.GE, "`a >= b` as bool.")
+
+
+def _unary_fn(name: str, op: UnaryOp, doc: str, ints_unchanged: bool = False):
+    def fn(x):
+        if ints_unchanged and not x.dtype.is_float:
+            return x
+        return unary(op, x)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = doc
+    return method()(fn)
+
+
+neg = _unary_fn("neg", UnaryOp.NEG, "`-x`.")
+abs = _unary_fn("abs", UnaryOp.ABS, "`|x|`.")  # noqa: A001 - torch's name
+exp = _unary_fn("exp", UnaryOp.EXP, "`e ** x` (integers are computed in float32).")
+log = _unary_fn("log", UnaryOp.LOG, "Natural logarithm (log 0 = -inf, log of < 0 = nan).")
+sqrt = _unary_fn("sqrt", UnaryOp.SQRT, "Square root.")
+rsqrt = _unary_fn("rsqrt", UnaryOp.RSQRT, "`1 / sqrt(x)`.")
+tanh = _unary_fn("tanh", UnaryOp.TANH, "Hyperbolic tangent.")
+sigmoid = _unary_fn("sigmoid", UnaryOp.SIGMOID, "`1 / (1 + exp(-x))`.")
+sin = _unary_fn("sin", UnaryOp.SIN, "Sine.")
+cos = _unary_fn("cos", UnaryOp.COS, "Cosine.")
+erf = _unary_fn("erf", UnaryOp.ERF, "The error function.")
+reciprocal = _unary_fn("reciprocal", UnaryOp.RECIPROCAL, "`1 / x`.")
+sign = _unary_fn("sign", UnaryOp.SIGN, "-1, 0 or 1 (nan stays nan).")
+floor = _unary_fn("floor", UnaryOp.FLOOR, "Round down (integers unchanged).", True)
+ceil = _unary_fn("ceil", UnaryOp.CEIL, "Round up (integers unchanged).", True)
+relu = _unary_fn("relu", UnaryOp.RELU, "`max(x, 0)` (nan stays nan).")
+
+
+@method()
+def logical_not(x: DT) -> DT:
+    """`~x` of `x` as bool."""
+    return Dispatch.unary(UnaryOp.NOT, to(x, dt.bool_))
+
+
+@method()
+def square(x: DT) -> DT:
+    return binary(_B.MUL, x, x)
+
+
+@method()
+def gelu(x: DT, approximate: str = "none") -> DT:
+    """Exact gelu `x * (1 + erf(x / sqrt 2)) / 2`, or `approximate="tanh"`."""
+    if approximate not in ("none", "tanh"):
+        raise InvalidArgumentError(f"gelu: approximate must be 'none' or 'tanh', got "
+                                   f"{approximate!r}")
+    return Dispatch.helper("gelu", floating(x), approximate)
+
+
+@method()
+def silu(x: DT) -> DT:
+    """`x * sigmoid(x)`."""
+    return Dispatch.helper("silu", floating(x))
+
+
+def _along_dim(op: str, x: DT, dim: int) -> DT:
+    """A composite working along one dim; a 0-d tensor is one element along it."""
+    d = sh.normalize_dim(op, dim, x.ndim)
+    if sh.numel(x.shape) == 0:
+        return x  # nothing to normalize: an empty result of the same shape
+    if x.ndim == 0:
+        return Dispatch.reshape(Dispatch.helper(op, Dispatch.reshape(x, (1,)), 0), ())
+    return Dispatch.helper(op, x, d)
+
+
+@method()
+def softmax(x: DT, dim: int = -1) -> DT:
+    """`exp(x) / sum(exp(x))` along `dim` (float16 is computed in float32, rounded once)."""
+    return _along_dim("softmax", floating(x), dim)
+
+
+@method()
+def log_softmax(x: DT, dim: int = -1) -> DT:
+    """`log(softmax(x))` along `dim`, computed stably."""
+    return _along_dim("log_softmax", floating(x), dim)
+
+
+@method("clip")
+def clamp(x: DT, min=None, max=None) -> DT:  # noqa: A002 - torch's names
+    """Limit values to [min, max]. At a bound the gradient flows to x (as in torch), which
+    maximum/minimum, splitting ties, would not do; NaN stays NaN."""
+    out = x
+    if min is not None:
+        out = where(binary(_B.LT, out, min), min, out)
+    if max is not None:
+        out = where(binary(_B.GT, out, max), max, out)
+    return out
+
+
+@function
+def where(condition, x, y) -> DT:
+    """Elements of `x` where `condition` holds, else of `y` (tensors or scalars, broadcast)."""
+    like = next((t for t in (condition, x, y) if isinstance(t, DT)), None)
+    if like is None:
+        raise DTypeError("where: expected at least one tensor argument")
+    cond = as_tensor(condition, like)
+    if cond.dtype is not dt.bool_:
+        cond = Dispatch.cast(cond, dt.bool_)
+    tx, ty = isinstance(x, DT), isinstance(y, DT)
+    if isinstance(x, (np.ndarray, list, tuple)):
+        x, tx = as_tensor(x, like), True
+    if isinstance(y, (np.ndarray, list, tuple)):
+        y, ty = as_tensor(y, like), True
+    d = pr.where_dtype(x, y, tx, ty)
+    shapes = [cond.shape] + [t.shape for t in (x, y) if isinstance(t, DT)]
+    sh.broadcast("where", *shapes)
+    common_device("where", [t for t in (cond, x, y) if isinstance(t, DT)])
+    if not tx and not ty:  # two scalars: the result takes cond's shape and their dtype
+        x, tx = as_tensor(x, like, dtype=d), True
+    x = to(x, d) if tx else d.np.type(x).item()
+    y = to(y, d) if ty else d.np.type(y).item()
+    return Dispatch.where(cond, x, y)
+
+
+def _where_method(x: DT, condition, other) -> DT:
+    """`x.where(condition, other)` is `where(condition, x, other)`."""
+    return where(condition, x, other)
+
+
+METHODS["where"] = _where_method
+
+
+# ---------------------------------------------------------------------- reductions
+def _reduce(op: ReduceOp, name: str, x: DT, dim, keepdim: bool) -> DT:
+    if x.ndim == 0:  # a 0-d tensor reduces to itself; dim 0 / -1 are accepted
+        for d in (() if dim is None else (dim,) if isinstance(dim, int) else dim):
+            sh.normalize_dim(name, d, 0)
+        dims = ()
+    else:
+        dims = sh.normalize_dims(name, dim, x.ndim)
+    if op in (ReduceOp.MAX, ReduceOp.MIN) and builtins.any(x.shape[d] == 0 for d in dims):
+        raise ShapeError(f"{name}: cannot reduce a zero-size dim of shape {x.shape}")
+    if op is ReduceOp.MEAN and not x.dtype.is_float:
+        x = Dispatch.cast(x, dt.DEFAULT_FLOAT)
+    if x.dtype is dt.bool_ and op in (ReduceOp.MAX, ReduceOp.MIN):
+        return Dispatch.cast(Dispatch.reduce(op, Dispatch.cast(x, dt.int64), dims, keepdim),
+                             dt.bool_)
+    return Dispatch.reduce(op, x, dims, keepdim)
+
+
+@method()
+def sum(x: DT, dim=None, keepdim: bool = False) -> DT:  # noqa: A001
+    """Sum over `dim` (int or tuple; all dims when None). Integers sum in int64."""
+    return _reduce(ReduceOp.SUM, "sum", x, dim, keepdim)
+
+
+@method()
+def mean(x: DT, dim=None, keepdim: bool = False) -> DT:
+    return _reduce(ReduceOp.MEAN, "mean", x, dim, keepdim)
+
+
+@method()
+def prod(x: DT, dim=None, keepdim: bool = False) -> DT:
+    return _reduce(ReduceOp.PROD, "prod", x, dim, keepdim)
+
+
+@method()
+def max(x: DT, dim=None, keepdim: bool = False) -> DT:  # noqa: A001
+    """Maximum values over `dim` (values only; see `argmax` for indices)."""
+    return _reduce(ReduceOp.MAX, "max", x, dim, keepdim)
+
+
+@method()
+def min(x: DT, dim=None, keepdim: bool = False) -> DT:  # noqa: A001
+    return _reduce(ReduceOp.MIN, "min", x, dim, keepdim)
+
+
+@method()
+def any(x: DT, dim=None, keepdim: bool = False) -> DT:  # noqa: A001
+    return binary(_B.GT, sum(to(to(x, dt.bool_), dt.int32), dim, keepdim), 0)
+
+
+@method()
+def all(x: DT, dim=None, keepdim: bool = False) -> DT:  # noqa: A001
+    return binary(_B.EQ, sum(to(logical_not(x), dt.int32), dim, keepdim), 0)
+
+
+def _arg(op: ReduceOp, name: str, x: DT, dim, keepdim: bool) -> DT:
+    shape = x.shape
+    if dim is None:
+        if sh.numel(shape) == 0:
+            raise ShapeError(f"{name}: cannot reduce a zero-size dim of shape {shape}")
+        out = Dispatch.reduce(op, Dispatch.reshape(x, (sh.numel(shape),)), (0,), False)
+        return Dispatch.reshape(out, (1,) * len(shape)) if keepdim else out
+    d = sh.normalize_dim(name, dim, x.ndim)
+    if x.ndim == 0:
+        return Dispatch.reduce(op, Dispatch.reshape(x, (1,)), (0,), False)
+    if x.shape[d] == 0:
+        raise ShapeError(f"{name}: cannot reduce a zero-size dim of shape {shape}")
+    if x.dtype is dt.bool_:
+        x = Dispatch.cast(x, dt.int32)
+    return Dispatch.reduce(op, x, (d,), keepdim)
+
+
+@method()
+def argmax(x: DT, dim=None, keepdim: bool = False) -> DT:
+    return _arg(ReduceOp.ARGMAX, "argmax", x, dim, keepdim)
+
+
+@method()
+def argmin(x: DT, dim=None, keepdim: bool = False) -> DT:
+    return _arg(ReduceOp.ARGMIN, "argmin", x, dim, keepdim)
+
+
+@method()
+def var(x: DT, dim=None, keepdim: bool = False, *, correction=None, unbiased=None) -> DT:
+    """Variance over `dim`; unbiased (`correction=1`) by default, as in torch and Burn."""
+    if correction is None:
+        correction = 1 if unbiased is None or unbiased else 0
+    x = floating(x)
+    if x.dtype is dt.float16:  # squared deviations overflow float16: accumulate wider
+        return Dispatch.cast(var(Dispatch.cast(x, dt.float32), dim, keepdim,
+                                 correction=correction), dt.float16)
+    dims = sh.normalize_dims("var", dim, x.ndim)
+    return Dispatch.helper("var", x, dims, keepdim, correction)
+
+
+@method()
+def std(x: DT, dim=None, keepdim: bool = False, *, correction=None, unbiased=None) -> DT:
+    return unary(UnaryOp.SQRT, var(x, dim, keepdim, correction=correction, unbiased=unbiased))
+
+
+# ---------------------------------------------------------------------- movement
+@method("view")
+def reshape(x: DT, *shape) -> DT:
+    """The same elements in a new shape (one -1 is inferred)."""
+    new = sh.reshape(x.shape, shape_args(shape))
+    return x if new == x.shape else Dispatch.reshape(x, new)
+
+
+@method()
+def flatten(x: DT, start_dim: int = 0, end_dim: int = -1) -> DT:
+    s = x.shape
+    if not s:
+        return reshape(x, 1)
+    a = sh.normalize_dim("flatten", start_dim, len(s))
+    b = sh.normalize_dim("flatten", end_dim, len(s))
+    if a > b:
+        raise ShapeError(f"flatten: start_dim {start_dim} comes after end_dim {end_dim}")
+    return reshape(x, s[:a] + (sh.numel(s[a:b + 1]),) + s[b + 1:])
+
+
+@method()
+def permute(x: DT, *dims) -> DT:
+    axes = sh.permute(x.shape, shape_args(dims))
+    return x if axes == tuple(range(len(axes))) else Dispatch.permute(x, axes)
+
+
+@method("swapaxes")
+def transpose(x: DT, dim0: int, dim1: int) -> DT:
+    nd = x.ndim
+    a = sh.normalize_dim("transpose", dim0, nd)
+    b = sh.normalize_dim("transpose", dim1, nd)
+    if a == b:
+        return x
+    axes = list(range(nd))
+    axes[a], axes[b] = axes[b], axes[a]
+    return Dispatch.permute(x, tuple(axes))
+
+
+@method(function=False)
+def t(x: DT) -> DT:
+    if x.ndim > 2:
+        raise ShapeError(f"t: expects a tensor of rank <= 2, got shape {x.shape}; "
+                         "use transpose(dim0, dim1)")
+    return x if x.ndim < 2 else transpose(x, 0, 1)
+
+
+def T(x: DT) -> DT:  # noqa: N802 - torch's name (a property)
+    return permute(x, tuple(reversed(range(x.ndim))))
+
+
+def mT(x: DT) -> DT:  # noqa: N802 - torch's name (a property)
+    return transpose(x, -2, -1)
+
+
+@method("broadcast_to")
+def expand(x: DT, *sizes) -> DT:
+    target = sh.expand(x.shape, shape_args(sizes))
+    if target == x.shape:
+        return x
+    lead = len(target) - x.ndim
+    if lead:
+        x = Dispatch.reshape(x, (1,) * lead + x.shape)
+    return Dispatch.expand(x, target)
+
+
+@method(function=False)
+def expand_as(x: DT, other: DT) -> DT:
+    return expand(x, other.shape)
+
+
+@method()
+def squeeze(x: DT, dim=None) -> DT:
+    s = x.shape
+    if not s:  # a 0-d tensor squeezes to itself (dim 0 / -1 accepted)
+        for d in (() if dim is None else (dim,) if isinstance(dim, int) else dim):
+            sh.normalize_dim("squeeze", d, 0)
+        return x
+    if dim is None:
+        dims = {i for i, d in enumerate(s) if d == 1}
+    else:
+        dims = {d for d in sh.normalize_dims("squeeze", dim, len(s)) if s[d] == 1}
+    if not dims:
+        return x
+    return Dispatch.reshape(x, tuple(d for i, d in enumerate(s) if i not in dims))
+
+
+@method()
+def unsqueeze(x: DT, dim: int) -> DT:
+    s = x.shape
+    d = sh.normalize_dim("unsqueeze", dim, len(s), extra=1)
+    return Dispatch.reshape(x, s[:d] + (1,) + s[d:])
+
+
+@method()
+def chunk(x: DT, chunks: int, dim: int = 0) -> tuple:
+    if not isinstance(chunks, int) or chunks <= 0:
+        raise ShapeError(f"chunk: chunks must be a positive int, got {chunks!r}")
+    _rank1("chunk", x)
+    d = sh.normalize_dim("chunk", dim, x.ndim)
+    n = x.shape[d]
+    size = builtins.max(1, math.ceil(n / chunks))
+    return split(x, size, d)
+
+
+@method()
+def split(x: DT, split_size_or_sections, dim: int = 0) -> tuple:
+    _rank1("split", x)
+    d = sh.normalize_dim("split", dim, x.ndim)
+    n = x.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0:
+            raise ShapeError(f"split: split size must be positive, got {size}")
+        sizes = [builtins.min(size, n - i) for i in range(0, n, size)] or [0]
+    else:
+        sizes = [int(s) for s in split_size_or_sections]
+        if builtins.sum(sizes) != n or builtins.any(s < 0 for s in sizes):
+            raise ShapeError(f"split: sections {sizes} do not add up to dim {d} of "
+                             f"shape {x.shape}")
+    out, start = [], 0
+    for size in sizes:
+        out.append(_narrow(x, d, start, start + size))
+        start += size
+    return tuple(out)
+
+
+@method(function=False)
+def narrow(x: DT, dim: int, start: int, length: int) -> DT:
+    d = sh.normalize_dim("narrow", dim, x.ndim)
+    n = x.shape[d]
+    if start < 0:
+        start += n
+    if not (0 <= start <= n) or length < 0 or start + length > n:
+        raise IndexOutOfRangeError(f"narrow: [{start}, {start + length}) is out of range "
+                                   f"for dim {d} of size {n}")
+    return _narrow(x, d, start, start + length)
+
+
+def _narrow(x: DT, d: int, start: int, stop: int) -> DT:
+    s = x.shape
+    if start == 0 and stop == s[d]:
+        return x
+    slices = tuple((start, stop, 1) if i == d else (0, n, 1) for i, n in enumerate(s))
+    return Dispatch.slice(x, slices)
+
+
+@function
+def cat(tensors: Sequence[DT], dim: int = 0) -> DT:
+    """Join tensors of one rank along `dim` (dtypes promote)."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ShapeError("cat: expected a non-empty sequence of tensors")
+    if not builtins.all(isinstance(t, DT) for t in tensors):
+        raise DTypeError("cat: expected a sequence of tensors")
+    common_device("cat", tensors)
+    nd = tensors[0].ndim
+    if nd == 0:
+        raise ShapeError("cat: zero-dimensional tensors cannot be concatenated; use stack")
+    if builtins.any(t.ndim != nd for t in tensors):
+        raise ShapeError(f"cat: tensors have different ranks: {[t.shape for t in tensors]}")
+    d = sh.normalize_dim("cat", dim, nd)
+    sh.cat([t.shape for t in tensors], d)
+    dtype = tensors[0].dtype
+    for t in tensors[1:]:
+        dtype = dt.promote(dtype, t.dtype)
+    tensors = [to(t, dtype) for t in tensors]
+    if len(tensors) == 1:
+        return tensors[0]
+    return Dispatch.cat(tensors, d)
+
+
+@function
+def stack(tensors: Sequence[DT], dim: int = 0) -> DT:
+    """Join tensors of one shape along a new dim."""
+    tensors = list(tensors)
+    if not tensors:
+        raise ShapeError("stack: expected a non-empty sequence of tensors")
+    first = tensors[0].shape
+    if builtins.any(t.shape != first for t in tensors):
+        raise ShapeError(f"stack: all tensors need the same shape, got "
+                         f"{[t.shape for t in tensors]}")
+    common_device("stack", tensors)
+    d = sh.normalize_dim("stack", dim, len(first), extra=1)
+    return cat([unsqueeze(t, d) for t in tensors], d)
+
+
+# ---------------------------------------------------------------------- matmul
+@method()
+def matmul(a, b) -> DT:
+    """numpy matmul semantics: 1-D operands are promoted and squeezed, batch dims broadcast."""
+    if not isinstance(a, DT):
+        a = as_tensor(a, b)
+    if not isinstance(b, DT):
+        b = as_tensor(b, a)
+    common_device("matmul", (a, b))
+    sa, sb = a.shape, b.shape
+    if not sa or not sb:
+        raise ShapeError(f"matmul: operands must have rank >= 1, got {sa} and {sb}")
+    d = dt.promote(a.dtype, b.dtype) if a.dtype is not b.dtype else a.dtype
+    if d is dt.bool_:
+        raise DTypeError(f"matmul: not supported for bool tensors (shapes {sa} and {sb})")
+    a, b = to(a, d), to(b, d)
+    squeeze_first = len(sa) == 1
+    squeeze_last = len(sb) == 1
+    if squeeze_first:
+        a = Dispatch.reshape(a, (1,) + sa)
+    if squeeze_last:
+        b = Dispatch.reshape(b, sb + (1,))
+    sa, sb = a.shape, b.shape
+    try:
+        out_shape = sh.matmul(sa, sb)
+    except ShapeError:
+        raise ShapeError(f"matmul: cannot multiply shapes {tuple(a.shape)} and "
+                         f"{tuple(b.shape)} (contraction {sa[-1]} vs {sb[-2]}, or batch dims "
+                         "that do not broadcast)") from None
+    if len(sa) < len(sb):
+        a = Dispatch.reshape(a, (1,) * (len(sb) - len(sa)) + sa)
+    elif len(sb) < len(sa):
+        b = Dispatch.reshape(b, (1,) * (len(sa) - len(sb)) + sb)
+    out = Dispatch.matmul(a, b)
+    if squeeze_first or squeeze_last:
+        final = out_shape[:-2] + (() if squeeze_first else (out_shape[-2],)) \
+            + (() if squeeze_last else (out_shape[-1],))
+        out = Dispatch.reshape(out, final)
+    return out
+
+
+# ---------------------------------------------------------------------- gather family
+def index_tensor(op: str, index, like: DT) -> DT:
+    """`index` as an int64 tensor on `like`'s device."""
+    idx = as_tensor(index, like)
+    if idx.dtype.is_float or idx.dtype is dt.bool_:
+        raise DTypeError(f"{op}: index must be an integer tensor, got {idx.dtype.name}")
+    return to(idx, dt.int64)
+
+
+def _line(op: str, idx: DT) -> DT:
+    if idx.ndim > 1:
+        raise ShapeError(f"{op}: index must be 1-D, got shape {idx.shape}")
+    return Dispatch.reshape(idx, (1,)) if idx.ndim == 0 else idx
+
+
+@method()
+def index_select(x: DT, dim: int, index) -> DT:
+    """The slices of `x` along `dim` at the positions in the 1-D `index`."""
+    _rank1("index_select", x)
+    d = sh.normalize_dim("index_select", dim, x.ndim)
+    return Dispatch.helper("index_select", x, d, _line("index_select",
+                                                      index_tensor("index_select", index, x)))
+
+
+@method()
+def gather(x: DT, dim: int, index) -> DT:
+    """torch.gather: `out[i][j] = x[i][index[i][j]]` for dim 1."""
+    _rank1("gather", x)
+    d = sh.normalize_dim("gather", dim, x.ndim)
+    idx = index_tensor("gather", index, x)
+    ops.lookup("gather").meta(x, d, idx)  # the op's one shape rule, with the user's names
+    return Dispatch.gather(x, d, idx)
+
+
+@method()
+def index_add(x: DT, dim: int, index, source, *, alpha=1) -> DT:
+    """A copy of `x` with the slices of `source` added at the rows `index` along `dim`."""
+    _rank1("index_add", x)
+    d = sh.normalize_dim("index_add", dim, x.ndim)
+    idx = _line("index_add", index_tensor("index_add", index, x))
+    src = as_tensor(source, x)
+    if alpha != 1:
+        src = binary(_B.MUL, src, alpha)
+    d_out = dt.promote(x.dtype, src.dtype)
+    x, src = to(x, d_out), to(src, d_out)
+    ops.lookup("index_add").meta(x, d, idx, src)
+    return Dispatch.helper("index_add", x, d, idx, src)
+
+
+@method()
+def scatter_add(x: DT, dim: int, index, src) -> DT:
+    """A copy of `x` with `src` added at `index` along `dim` (torch.scatter_add)."""
+    _rank1("scatter_add", x)
+    d = sh.normalize_dim("scatter_add", dim, x.ndim)
+    idx = index_tensor("scatter_add", index, x)
+    src = as_tensor(src, x)
+    d_out = dt.promote(x.dtype, src.dtype)
+    x, src = to(x, d_out), to(src, d_out)
+    ops.lookup("scatter_add").meta(x, d, idx, src)
+    return Dispatch.scatter_add(x, d, idx, src)
+
+
+# ---------------------------------------------------------------------- attention
+@function
+def scaled_dot_product_attention(query: DT, key: DT, value: DT, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
-                                 scale: float | None = None) -> Tensor:
+                                 scale: float | None = None) -> DT:
     """`softmax(query @ key^T * scale + mask) @ value`, as torch's function of this name.
 
     query [..., L, E], key [..., S, E] and value [..., S, Ev] share one float dtype; their
@@ -71,11 +707,11 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
     `dropout_p` drops attention weights (always, as torch: pass 0.0 outside training).
     float16 is computed in float32 and rounded once.
 
-    One helper call (`Backend.attention`): the numpy backend computes a few heads at a time
-    in cache instead of the whole batch's scores; gradients reach all inputs and a float mask.
+    One composite (`attention`): the numpy backend computes a few heads at a time in cache
+    instead of the whole batch's scores; gradients reach all inputs and a float mask.
     """
     for name, t in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(t, Tensor):
+        if not isinstance(t, DT):
             raise DTypeError(f"scaled_dot_product_attention: {name} must be a Tensor, got "
                              f"{type(t).__name__}")
         if not t.dtype.is_float:
@@ -107,17 +743,16 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         if attn_mask is not None:
             raise InvalidArgumentError("scaled_dot_product_attention: pass attn_mask or "
                                        "is_causal=True, not both")
-        from .creation import from_numpy
-        attn_mask = from_numpy(np.tril(np.ones((n_q, n_k), bool)), device=query.device)
+        attn_mask = as_tensor(np.tril(np.ones((n_q, n_k), bool)), query)
     if attn_mask is not None:
-        if not isinstance(attn_mask, Tensor):
+        if not isinstance(attn_mask, DT):
             raise DTypeError("scaled_dot_product_attention: attn_mask must be a Tensor, got "
                              f"{type(attn_mask).__name__}")
         common_device("scaled_dot_product_attention", (query, attn_mask))
         if attn_mask.dtype is dt.bool_:
-            mask = where(attn_mask, 0.0, float("-inf")).to(query.dtype)
+            mask = to(where(attn_mask, 0.0, float("-inf")), query.dtype)
         elif attn_mask.dtype is query.dtype or attn_mask.dtype is dt.float32:
-            mask = attn_mask.to(query.dtype)  # as torch: float32 masks go with any query
+            mask = to(attn_mask, query.dtype)  # as torch: float32 masks go with any query
         else:
             raise DTypeError("scaled_dot_product_attention: attn_mask must be bool, float32 "
                              f"or the query's dtype {query.dtype.name}, got "
@@ -132,31 +767,61 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor, attn
         mask = _with_rank(mask, nd)
     # one batch shape for all three (views), so every backend sees matching batch dims
     q, k, v = (_with_rank(t, nd) for t in (query, key, value))
-    q, k, v = (t if t.shape[:-2] == batch else t.expand(batch + t.shape[-2:])
+    q, k, v = (t if t.shape[:-2] == batch else expand(t, batch + t.shape[-2:])
                for t in (q, k, v))
     if 0 in scores or 0 in value.shape[-1:]:
         # nothing to normalize: zeros, still connected to the inputs (zero gradients)
-        return q.matmul(k.mT).matmul(v)
+        return matmul(matmul(q, mT(k)), v)
     if dropout_p == 0.0:
         return Dispatch.helper("attention", q, k, v, mask, float(scale))
-    # dropout needs the weights themselves: the generic helper's steps, written out
-    w = q.matmul(k.mT) * scale
+    # dropout needs the weights themselves: the composite's steps, written out
+    w = binary(_B.MUL, matmul(q, mT(k)), scale)
     if mask is not None:
-        dead = mask.max(-1, keepdim=True) == float("-inf")
-        w = where(dead, 0.0, w + mask).softmax(-1)
+        dead = binary(_B.EQ, max(mask, -1, keepdim=True), float("-inf"))
+        w = softmax(where(dead, 0.0, binary(_B.ADD, w, mask)), -1)
         w = where(dead, 0.0, w)
     else:
-        w = w.softmax(-1)
-    from .creation import rand
-    keep = rand(w.shape, device=w.device) >= dropout_p
-    w = where(keep, w * (1.0 / (1.0 - dropout_p)), 0.0) if dropout_p < 1.0 else w * 0.0
-    return w.matmul(v)
+        w = softmax(w, -1)
+    noise = Dispatch.from_numpy(generator().random(w.shape).astype(w.dtype.np), w.device,
+                                w._result_type)
+    keep = binary(_B.GE, noise, dropout_p)
+    w = where(keep, binary(_B.MUL, w, 1.0 / (1.0 - dropout_p)), 0.0) if dropout_p < 1.0 \
+        else binary(_B.MUL, w, 0.0)
+    return matmul(w, v)
 
 
-def _with_rank(t: Tensor, nd: int) -> Tensor:
+def _with_rank(t: DT, nd: int) -> DT:
     return t if t.ndim == nd else Dispatch.reshape(t, (1,) * (nd - t.ndim) + t.shape)
 
 
-__all__ = list(_NAMES) + ["maximum", "minimum", "add", "sub", "mul", "div", "pow", "cat",
-                          "stack", "where", "matmul", "gather", "index_select", "index_add",
-                          "scatter_add", "scaled_dot_product_attention"]
+# ---------------------------------------------------------------------- declared ops
+def declared_frontend(op: ops.OpDef):
+    """The function form of a declared op with a user name: its declared frontend (called
+    with the Dispatch entry first) or, without one, the entry itself."""
+    entry = getattr(Dispatch, op.name) if not op.is_composite else \
+        (lambda *a, **k: Dispatch.helper(op.name, *a, **k))
+    if op.frontend is None:
+        fn = entry
+    else:
+        front = op.frontend
+
+        def fn(*args, **kwargs):
+            return front(entry, *args, **kwargs)
+        fn.__doc__ = front.__doc__ or op.doc
+    return fn
+
+
+def _install(op: ops.OpDef) -> None:
+    if op.method is None and op.function is None:
+        return
+    fn = declared_frontend(op)
+    if op.method is not None:
+        METHODS[op.method] = fn
+    if op.function is not None:
+        fn.__name__ = fn.__qualname__ = op.function
+        globals()[op.function] = fn
+        if op.function not in __all__:
+            __all__.append(op.function)
+
+
+ops.subscribe(_install)

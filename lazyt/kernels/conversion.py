@@ -21,7 +21,8 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Sequence
 
-from ..tensor import Tensor, cat, stack
+from ..functional import cat, stack
+from ..tensor import Tensor
 from .errors import ConversionError
 
 Groups = list  # list[list[Tensor | tuple]]

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from .. import creation
 from ..errors import LazytError
-from ..tensor import Tensor, where
+from ..functional import where
+from ..tensor import Tensor
 from .module import Module
 
 

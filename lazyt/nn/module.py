@@ -19,6 +19,7 @@ from ..device import Device, device as _device
 from ..errors import DTypeError, LazytError
 from ..tensor import Tensor
 from .parameter import Parameter
+from .serialization import from_pretrained, save_pretrained
 
 
 class StateDictError(LazytError, ValueError):
@@ -384,7 +385,6 @@ class Module:
         """Write `model.safetensors` and `config.json` (the constructor arguments) to
         `directory`, with the checkpoint's original key names even after kernels changed
         the layout."""
-        from .serialization import save_pretrained
         save_pretrained(self, directory)
 
     @classmethod
@@ -392,7 +392,6 @@ class Module:
                         kernel_config=None, kernel_paths=None, dtype=None) -> "Module":
         """Build `cls.from_config(config.json)` and load `model.safetensors` (see
         `lazyt.nn.serialization.from_pretrained`)."""
-        from .serialization import from_pretrained
         return from_pretrained(cls, directory, device=device, use_kernels=use_kernels,
                                kernel_config=kernel_config, kernel_paths=kernel_paths,
                                dtype=dtype)

@@ -26,7 +26,6 @@ from ..creation import tensor as _tensor
 from ..device import Device, device as _device
 from ..errors import LazytError
 from ..tensor import Tensor
-from .module import Module
 
 WEIGHTS_NAME = "model.safetensors"
 CONFIG_NAME = "config.json"
@@ -37,7 +36,7 @@ class CheckpointError(LazytError, OSError):
     """A checkpoint directory that cannot be written or read (missing files, bad config)."""
 
 
-def _adapters(model: Module):
+def _adapters(model):
     """(parent path, adapter) of every module carrying a checkpoint adapter, deepest first."""
     found = []
     for path, m in model.named_modules():
@@ -59,7 +58,7 @@ def _through(state: dict, parent: str, fn) -> dict:
     return out
 
 
-def to_checkpoint_state(model: Module, state: Mapping[str, Any] | None = None) -> dict:
+def to_checkpoint_state(model, state: Mapping[str, Any] | None = None) -> dict:
     """`state` (default: `model.state_dict()`) with keys as the original checkpoint names them.
 
     Works for any dict of tensors keyed like the model's parameters, e.g. gradients."""
@@ -69,7 +68,7 @@ def to_checkpoint_state(model: Module, state: Mapping[str, Any] | None = None) -
     return out
 
 
-def from_checkpoint_state(model: Module, state: Mapping[str, Any]) -> dict:
+def from_checkpoint_state(model, state: Mapping[str, Any]) -> dict:
     """Checkpoint keys -> the model's current keys (the inverse of `to_checkpoint_state`)."""
     out = dict(state)
     for parent, adapter in reversed(_adapters(model)):
@@ -93,7 +92,7 @@ def _config_value(key: str, value: Any) -> Any:
                           "give the model JSON-friendly constructor arguments")
 
 
-def save_pretrained(model: Module, directory) -> None:
+def save_pretrained(model, directory) -> None:
     """Write `model.safetensors` (original checkpoint key names) and `config.json` (the
     constructor arguments, without `device`)."""
     from safetensors.numpy import save_file
@@ -129,7 +128,7 @@ def read_config(directory) -> dict:
         return json.load(f)
 
 
-def load_checkpoint_state(model: Module, state: Mapping[str, Any], strict: bool = True):
+def load_checkpoint_state(model, state: Mapping[str, Any], strict: bool = True):
     """Load a state keyed as the checkpoint names it (numpy arrays or tensors) into `model`,
     whatever Layouts it holds now."""
     dev = model.get_device()
@@ -139,7 +138,7 @@ def load_checkpoint_state(model: Module, state: Mapping[str, Any], strict: bool 
 
 
 def from_pretrained(cls, directory, device=None, use_kernels: bool = False,
-                    kernel_config=None, kernel_paths=None, dtype=None) -> Module:
+                    kernel_config=None, kernel_paths=None, dtype=None):
     """Build `cls.from_config(config.json)` on `device`, load `model.safetensors`, return it in
     eval mode. `dtype` casts the float parameters (default: as the model builds them).
 

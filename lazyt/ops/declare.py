@@ -4,8 +4,9 @@ A *primitive* op is declared with its name, its parameters (which are tensors, w
 structural, which are plain values), its one shape/dtype rule (`meta`), how the Fusion layer
 treats it (fused elementwise instruction or opaque boundary) and its gradient rule (`Grad`).
 From that declaration `Dispatch` gets its entry, the Autodiff layer its tracked version, the
-Fusion layer its recorder and the `Backend` base class a stub naming the op when a kernel
-backend lacks its kernel. A base backend supplies kernels only: a method named after the op.
+Fusion layer its recorder, the `Backend` base class a stub naming the op when a kernel backend
+lacks its kernel, and (with `method=`/`function=` names) `Tensor` its method and `lazyt` its
+function. A base backend supplies kernels only: a method named after the op.
 
 A *composite* op is also defined once, as a function over primitives (`decompose`, as torch's
 `_refs`). A base backend that has a faster kernel for it registers one by defining a method of
@@ -174,6 +175,13 @@ class OpDef:
     checks_data: bool = False
     #: Composites: the op written with primitives of any backend `B`, `decompose(B, *args)`.
     decompose: Callable | None = None
+    #: The user API: `Tensor.<method>` and `lazyt.<function>` are generated for the op.
+    #: `frontend(entry, *args, **kwargs)` turns user arguments (negative dims, Python
+    #: numbers, dtype promotion) into the op's and calls `entry`, the op's Dispatch entry;
+    #: without one the entry is called as it is.
+    method: str | None = None
+    function: str | None = None
+    frontend: Callable | None = None
     doc: str = ""
     _by_name: dict = field(default_factory=dict, repr=False)
 

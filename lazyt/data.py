@@ -1,0 +1,57 @@
+"""Host data: Python and numpy values as arrays in lazyt's dtypes (what `lazyt.tensor` and every
+op taking a list or a number upload), and the process's random generator."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import dtype as dt
+from .dtype import DType
+from .errors import DTypeError, ShapeError
+
+# Small integer types numpy may hand us, and where lazyt stores them.
+_WIDEN = {np.dtype(np.int8): dt.int32, np.dtype(np.int16): dt.int32,
+          np.dtype(np.uint8): dt.int32, np.dtype(np.uint16): dt.int32,
+          np.dtype(np.uint32): dt.int64}
+
+
+def host_array(data, dtype: DType | None = None) -> np.ndarray:
+    """`data` (nested sequences, scalars, numpy arrays, or a tensor's `numpy()`) as a new
+    C-contiguous host array in a lazyt dtype (copied: never aliases the caller's memory).
+    Python floats become float32, ints int64, bools bool; numpy arrays keep their dtype."""
+    from_python = not isinstance(data, (np.ndarray, np.generic))
+    try:
+        arr = np.array(data)
+    except ValueError as e:  # ragged nested sequences
+        raise ShapeError(f"tensor: data is not a rectangular nested sequence ({e})") from None
+    if arr.dtype == object:
+        raise DTypeError(f"tensor: cannot build a tensor from {type(data).__name__} data "
+                         "holding non-numeric items")
+    kind = arr.dtype.kind
+    if kind == "f" and from_python:
+        inferred = dt.DEFAULT_FLOAT
+    elif kind in "biuf" and arr.dtype in _WIDEN:
+        inferred = _WIDEN[arr.dtype]
+    elif kind in "biuf":
+        inferred = dt.from_numpy(arr.dtype)
+    else:
+        raise DTypeError(f"tensor: data of numpy dtype {arr.dtype} is not supported; lazyt "
+                         "has " + ", ".join(d.name for d in dt.ALL))
+    target = inferred if dtype is None else dt.as_dtype(dtype)
+    if arr.dtype != target.np:
+        arr = arr.astype(target.np)
+    elif arr.base is not None or not arr.flags.owndata or arr is data:
+        arr = arr.copy()
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+
+
+# ---------------------------------------------------------------------- random numbers
+_generator = [np.random.default_rng()]
+
+
+def manual_seed(seed: int) -> None:
+    """Make `rand`, `randn`, `randint` (and dropout) reproducible."""
+    _generator[0] = np.random.default_rng(seed)
+
+
+def generator() -> np.random.Generator:
+    return _generator[0]
