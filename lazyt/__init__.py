@@ -16,6 +16,7 @@ if "numpy" not in _sys.modules:
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")
 
 from .backends.base import Backend
+from . import device as _device
 from . import stack as _stack  # noqa: F401  (builds device stacks)
 from .creation import (arange, empty, empty_like, eye, from_numpy, full, full_like,
                        manual_seed, ones, ones_like, rand, rand_like, randint, randn,
@@ -38,8 +39,7 @@ bool = bool_  # noqa: A001 - `lazyt.bool` names the dtype, as `torch.bool` does
 
 def sync(device=None) -> None:
     """Execute all pending work (on one device, or on every device used so far)."""
-    from .device import _INTERNED
-    devs = [globals()["device"](device)] if device is not None else list(_INTERNED.values())
+    devs = [_device.device(device)] if device is not None else _device.devices()
     for d in devs:
         if d._stack is not None:
             d._stack.sync()

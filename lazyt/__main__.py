@@ -5,13 +5,16 @@ import argparse
 import importlib
 import importlib.util
 import platform
+import subprocess
 import sys
+from pathlib import Path
+
+import numpy
+
+import lazyt
 
 
 def _info() -> int:
-    import numpy
-
-    import lazyt
     print(f"lazyt {lazyt.__version__} (python {platform.python_version()}, "
           f"numpy {numpy.__version__})")
     print("backends:")
@@ -54,8 +57,6 @@ def main(argv=None) -> int:
 
 def _bench(rest) -> int:
     """The benchmarks live beside the package in a source checkout, not in the wheel."""
-    import subprocess
-    from pathlib import Path
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "run_all.py"
     if not script.exists():
         print("python -m lazyt bench runs benchmarks/run_all.py of a source checkout "

@@ -112,6 +112,11 @@ def device(spec="cpu", *, autodiff: bool = True, fusion: bool = True,
     return dev
 
 
+def devices() -> list:
+    """Every device made so far (`lazyt.sync()` drains their stacks)."""
+    return list(_INTERNED.values())
+
+
 def _check_available(base: str, index: int) -> None:
     if base == "cpu":
         if index != 0:

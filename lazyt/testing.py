@@ -6,6 +6,14 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from . import device as _device
+from .autodiff import no_grad
+from .creation import tensor as _tensor
+from .dispatch import Dispatch, DispatchTensor
+from .errors import DeviceError
+from .extension import checking_meta, op_of
+from .tensor import Tensor
+
 __all__ = ["ExtensionCheckError", "GradcheckError", "assert_close", "check_extension", "gradcheck"]
 
 # Tolerances for gradients computed in a dtype narrower than float64 (the finite differences
@@ -18,7 +26,6 @@ class GradcheckError(AssertionError):
 
 
 def _to_numpy(x) -> np.ndarray:
-    from .tensor import Tensor
     return x.numpy() if isinstance(x, Tensor) else np.asarray(x)
 
 
@@ -27,7 +34,6 @@ def assert_close(actual, expected, *, atol: float | None = None, rtol: float | N
     """Values, shape (and for two tensors, dtype) of `actual` equal `expected` within tolerances
     (`|a - e| <= atol + rtol * |e|`, NaNs equal). Tensors or array-likes on either side; the
     default tolerances follow the dtype of `actual`."""
-    from .tensor import Tensor
     if isinstance(actual, Tensor) and isinstance(expected, Tensor) \
             and actual.dtype != expected.dtype:
         raise AssertionError(f"assert_close: dtype {actual.dtype.name} != {expected.dtype.name}"
@@ -48,13 +54,11 @@ def assert_close(actual, expected, *, atol: float | None = None, rtol: float | N
 
 def _host_tensor(arr: np.ndarray, device):
     """`lazyt.tensor(arr)` keeping 0-d shapes."""
-    import lazyt
-    t = lazyt.tensor(arr, device=device)
+    t = _tensor(arr, device=device)
     return t if t.shape == arr.shape else t.reshape(arr.shape)
 
 
 def _outputs(out) -> list:
-    from .tensor import Tensor
     if isinstance(out, Tensor):
         return [out]
     if isinstance(out, (tuple, list)) and out and all(isinstance(o, Tensor) for o in out):
@@ -73,9 +77,6 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], eps: float = 1e-6,
     naming the input, the index and both values; returns True when all match within
     `|analytic - numeric| <= atol + rtol * |numeric|` (looser for float32/float16 gradients).
     """
-    import lazyt
-    from .autodiff import no_grad
-    from .tensor import Tensor
 
     inputs = list(inputs)
     tracked = [i for i, t in enumerate(inputs) if isinstance(t, Tensor) and t.is_tracked]
@@ -103,7 +104,7 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], eps: float = 1e-6,
 
     # numeric: float64 copies on cpu (same layer switches), evaluated without tracking
     def cpu_device(dev):
-        return lazyt.device("cpu", autodiff=dev.autodiff, fusion=dev.fusion,
+        return _device.device("cpu", autodiff=dev.autodiff, fusion=dev.fusion,
                             checkpointing=dev.checkpointing)
 
     base = []
@@ -162,12 +163,11 @@ class ExtensionCheckError(AssertionError):
 
 
 def _available_bases() -> list:
-    import lazyt
     bases = []
     for name in ("cpu", "wgpu", "cuda"):
         try:
-            lazyt.device(name).backend  # noqa: B018 - builds the stack or raises
-        except lazyt.DeviceError:
+            _device.device(name).backend  # noqa: B018 - builds the stack or raises
+        except DeviceError:
             continue
         bases.append(name)
     return bases
@@ -186,13 +186,9 @@ def check_extension(op, sample_inputs: Sequence[Any], reference: Callable | None
     Raises `ExtensionCheckError` naming each failing check and device; returns the report
     `{(device, check): "ok" | message}` when all pass.
     """
-    import lazyt
-    from .dispatch import DispatchTensor
-    from .extension import checking_meta, op_of
-    from .tensor import Tensor
 
     ext = op_of(op)
-    entry = getattr(lazyt.Dispatch, ext.name)
+    entry = getattr(Dispatch, ext.name)
 
     def call(tensors):
         args = [t.into_dispatch() if isinstance(t, Tensor) else t for t in tensors]
@@ -218,7 +214,7 @@ def check_extension(op, sample_inputs: Sequence[Any], reference: Callable | None
     report: dict = {}
     failures = []
     for base in (devices or _available_bases()):
-        dev = lazyt.device(base)
+        dev = _device.device(base)
         has_f64 = base == "cpu" or base == "cuda"
         dtype = None if has_f64 else np.float32
 
@@ -260,7 +256,7 @@ def check_extension(op, sample_inputs: Sequence[Any], reference: Callable | None
             gradcheck(lambda *xs: tensors_only(call(list(xs))), ins)
 
         def fused_vs_eager():
-            eager = lazyt.device(base, fusion=False)
+            eager = _device.device(base, fusion=False)
             a = tensors_only(call(make(dev, dtype)))
             b = tensors_only(call(make(eager, dtype)))
             for i, (x, y) in enumerate(zip(a, b)):

@@ -13,12 +13,13 @@ from pathlib import Path
 
 import networkx as nx
 
+from ..device import Device, resolve
+from .backend import Fusion
 from .optimizer import build_graph
 
 
 def find_fusion(backend):
     """The Fusion layer in a backend stack (walking `.inner`), or None."""
-    from .backend import Fusion
     b = backend
     while b is not None:
         if isinstance(b, Fusion):
@@ -58,7 +59,6 @@ def draw(path, device=None) -> str:
     """Write the pending graph of `device`'s Fusion layer (default device if None; a backend
     stack is accepted too) to `path`: DOT, or PNG for a `.png` path when graphviz or matplotlib
     is available (the DOT goes next to it). Returns the DOT text."""
-    from ..device import Device, resolve
     stack = resolve(device).backend if device is None or isinstance(device, (str, Device)) \
         else device
     fusion = find_fusion(stack)

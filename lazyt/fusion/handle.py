@@ -16,6 +16,7 @@ import weakref
 from collections import deque
 
 from ..dtype import DType
+from ..errors import FusionError
 
 _ids = itertools.count(1)
 next_id = _ids.__next__
@@ -58,7 +59,6 @@ _ERROR_CLASSES: dict = {}
 
 
 def _fusion_error_class(cls: type) -> type:
-    from ..errors import FusionError
     if issubclass(cls, FusionError):
         return FusionError
     t = _ERROR_CLASSES.get(cls)

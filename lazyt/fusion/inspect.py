@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
+from .plan import BlockStep
+
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("lazyt_fusion_inspect", default=())
 
 
@@ -43,7 +45,6 @@ class Report:
         return sum(len(b.ops) for b in self.blocks)
 
     def _step(self, step) -> None:
-        from .plan import BlockStep
         self.kernels += 1
         self.bytes_written += step.nbytes
         if isinstance(step, BlockStep):

@@ -20,6 +20,7 @@ from .. import dtype as dt
 from .. import functional as F
 from ..device import device as _device
 from ..errors import DeviceError, DTypeError, ShapeError
+from ..autodiff import no_grad
 from ..tensor import Tensor
 from .. import nn
 from ..nn.module import LoadResult, StateDictError
@@ -352,11 +353,6 @@ def l2_normalize(x: Tensor, eps: float = 1e-12) -> Tensor:
     return x / (x * x).sum(-1, keepdim=True).sqrt().clamp(min=eps)
 
 
-def _no_grad():
-    from ..autodiff import no_grad
-    return no_grad()
-
-
 class SentenceEncoder:
     """A `BertModel` and its `tokenizer.json` (the `tokenizers` package): sentences ->
     mean-pooled, L2-normalized embeddings, as sentence-transformers computes them.
@@ -411,7 +407,7 @@ class SentenceEncoder:
             sentences = [sentences]
         out = []
         dev = self.model.get_device()
-        with _no_grad():
+        with no_grad():
             for i in range(0, len(sentences), batch_size):
                 ids, mask = self.tokenize(sentences[i:i + batch_size])
                 mask_t = creation.tensor(mask, device=dev)

@@ -3,19 +3,12 @@ from the `Gradients` that `loss.backward()` returned and rebinds the parameter t
 (detached), so the same Parameter objects stay in the model."""
 from __future__ import annotations
 
-from contextlib import nullcontext
 from typing import Any, Iterable, Mapping
 
+from ..autodiff import no_grad as _no_grad
 from ..errors import LazytError
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
-
-
-def _no_grad():
-    """`lazyt.no_grad()` where autodiff provides it (updates are detached either way)."""
-    import lazyt
-    no_grad = getattr(lazyt, "no_grad", None)
-    return no_grad() if no_grad is not None else nullcontext()
 
 
 class OptimizerError(LazytError, ValueError):
