@@ -16,12 +16,13 @@ if "numpy" not in _sys.modules:
     _os.environ.setdefault("OPENBLAS_THREAD_TIMEOUT", "18")
 
 from .backends.base import Backend
-from . import device as _device
+from .device import devices as _devices
 from . import stack as _stack  # noqa: F401  (builds device stacks)
 from .creation import (arange, empty, empty_like, eye, from_numpy, full, full_like,
                        manual_seed, ones, ones_like, rand, rand_like, randint, randn,
                        randn_like, tensor, zeros, zeros_like)
 from .device import Device, device, get_default_device, set_default_device
+from .device import device as _device_of
 from .dispatch import Dispatch, DispatchTensor
 from .dtype import DType, bool_, float16, float32, float64, int32, int64
 from .errors import (DeviceError, DTypeError, FusionError, GradError, IndexOutOfRangeError,
@@ -39,7 +40,7 @@ bool = bool_  # noqa: A001 - `lazyt.bool` names the dtype, as `torch.bool` does
 
 def sync(device=None) -> None:
     """Execute all pending work (on one device, or on every device used so far)."""
-    devs = [_device.device(device)] if device is not None else _device.devices()
+    devs = [_device_of(device)] if device is not None else _devices()
     for d in devs:
         if d._stack is not None:
             d._stack.sync()

@@ -6,7 +6,7 @@ from __future__ import annotations
 import importlib
 import threading
 
-from . import device as _device
+from .device import Device, set_stack_builder
 from .autodiff import Autodiff
 from .backends.base import Backend
 from .backends.numpy import NumpyBackend
@@ -32,7 +32,7 @@ def base_backend(base: str, index: int) -> Backend:
     return b
 
 
-def build(dev: _device.Device) -> Backend:
+def build(dev: Device) -> Backend:
     """The stack of `dev`: its base backend, then Fusion and Autodiff where switched on."""
     backend = base_backend(dev.base, dev.index)
     if dev.fusion:
@@ -42,4 +42,4 @@ def build(dev: _device.Device) -> Backend:
     return backend
 
 
-_device.set_stack_builder(build, base_backend)
+set_stack_builder(build, base_backend)

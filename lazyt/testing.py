@@ -6,7 +6,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from . import device as _device
+from .device import device as _make_device
 from .autodiff import no_grad
 from .creation import tensor as _tensor
 from .dispatch import Dispatch, DispatchTensor
@@ -104,7 +104,7 @@ def gradcheck(fn: Callable[..., Any], inputs: Sequence[Any], eps: float = 1e-6,
 
     # numeric: float64 copies on cpu (same layer switches), evaluated without tracking
     def cpu_device(dev):
-        return _device.device("cpu", autodiff=dev.autodiff, fusion=dev.fusion,
+        return _make_device("cpu", autodiff=dev.autodiff, fusion=dev.fusion,
                             checkpointing=dev.checkpointing)
 
     base = []
@@ -166,7 +166,7 @@ def _available_bases() -> list:
     bases = []
     for name in ("cpu", "wgpu", "cuda"):
         try:
-            _device.device(name).backend  # noqa: B018 - builds the stack or raises
+            _make_device(name).backend  # noqa: B018 - builds the stack or raises
         except DeviceError:
             continue
         bases.append(name)
@@ -214,7 +214,7 @@ def check_extension(op, sample_inputs: Sequence[Any], reference: Callable | None
     report: dict = {}
     failures = []
     for base in (devices or _available_bases()):
-        dev = _device.device(base)
+        dev = _make_device(base)
         has_f64 = base == "cpu" or base == "cuda"
         dtype = None if has_f64 else np.float32
 
@@ -256,7 +256,7 @@ def check_extension(op, sample_inputs: Sequence[Any], reference: Callable | None
             gradcheck(lambda *xs: tensors_only(call(list(xs))), ins)
 
         def fused_vs_eager():
-            eager = _device.device(base, fusion=False)
+            eager = _make_device(base, fusion=False)
             a = tensors_only(call(make(dev, dtype)))
             b = tensors_only(call(make(eager, dtype)))
             for i, (x, y) in enumerate(zip(a, b)):
