@@ -193,7 +193,7 @@ def _install(op: ops.OpDef) -> None:
         ns["_decompose"] = op.decompose
         body = f"    return _decompose(self, {names})\n"
     else:
-        ns["_missing"] = _missing
+        ns["_missing"] = missing_kernel
         body = "    raise _missing(self, _op)\n"
     src = f"def {op.name}(self, {op.signature()}):\n{body}"
     fn = ops.generate(op.name, src, ns, f"Backend.{op.name}", op.doc)
@@ -201,7 +201,8 @@ def _install(op: ops.OpDef) -> None:
     setattr(Backend, op.name, fn)
 
 
-def _missing(backend: Backend, op: ops.OpDef) -> MissingImplError:
+def missing_kernel(backend: Backend, op: ops.OpDef) -> MissingImplError:
+    """The error for a kernel backend without a kernel for primitive `op`."""
     have = implementers(op)
     return MissingImplError(
         f"{op.name}: the {type(backend).__name__} backend has no kernel for this op; "

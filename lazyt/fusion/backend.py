@@ -22,7 +22,7 @@ import numpy as np
 from .. import dtype as dt
 from .. import ops
 from ..backends import selectors
-from ..backends.base import Backend, kernel_of
+from ..backends.base import Backend, kernel_of, missing_kernel
 from ..backends.selectors import register_layer
 from ..config import debug_level
 from ..dtype import DType
@@ -308,6 +308,9 @@ def _recorder_source(op: ops.OpDef) -> str:
                               "recorded")
         if first_tensor is None and p.kind.is_tensor:
             first_tensor = n
+    if not op.elementwise:  # a base backend without the kernel: say so here, not at the drain
+        L.append("    if getattr(type(self.inner), _NAME) is _STUB:\n"
+                 "        raise _missing(self.inner, _OP)")
     L.append(f"    _m = _META({op.call_args()})")
     L.append("    if type(_m) is _Out:")
     if first_tensor is not None:
@@ -422,7 +425,8 @@ def _install(op: ops.OpDef) -> None:
     else:
         ns = {"_OP": op, "_NAME": op.name, "_META": op.meta, "_FT": FT, "_Out": Out,
               "_SCALARS": _SCALAR_TYPES, "_scalar": _scalar, "_not_ours": _not_ours,
-              "_loc": user_location, **op.defaults()}
+              "_loc": user_location, "_STUB": getattr(Backend, op.name),
+              "_missing": missing_kernel, **op.defaults()}
         src = _recorder_source(op)
         if not op.elementwise:
             RUNNERS[op] = _runner(op)

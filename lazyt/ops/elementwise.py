@@ -15,6 +15,7 @@ from .. import shape as sh
 from ..errors import DTypeError, ShapeError
 from .codes import COMPARISONS, BinaryOp, UnaryOp
 from .declare import (Fuse, Grad, OpDef, declare, operand, static, tensor, value)
+from .meta import same_dtype
 
 U, Bi = UnaryOp, BinaryOp
 _SCALARS = (bool, int, float)
@@ -24,11 +25,6 @@ _TWO_OVER_SQRT_PI = 1.1283791670955126
 def is_scalar(x) -> bool:
     return type(x) in _SCALARS or isinstance(x, (bool, int, float, np.generic))
 
-
-def _same_dtype(op: str, a, b) -> None:
-    if a.dtype is not b.dtype:
-        raise DTypeError(f"{op}: operands must have one dtype, got {a.dtype.name} "
-                         f"{tuple(a.shape)} and {b.dtype.name} {tuple(b.shape)}")
 
 
 # ---------------------------------------------------------------------------- unary
@@ -154,7 +150,7 @@ def _binary_meta(op, lhs, rhs):
             ls, rs = lhs.shape, rhs.shape
             shape = ls if ls == rs else sh.broadcast(op.value, ls, rs)
             if rhs.dtype is not d:
-                _same_dtype(op.value, lhs, rhs)
+                same_dtype(op.value, lhs, rhs)
         else:
             shape = lhs.shape
     elif type(rhs) not in _SCALARS:
@@ -206,7 +202,7 @@ def _where_meta(cond, lhs, rhs):
     if not tl and not tr:
         raise DTypeError("where: lhs or rhs must be a tensor (two scalars have no dtype)")
     if tl and tr:
-        _same_dtype("where", lhs, rhs)
+        same_dtype("where", lhs, rhs)
     shapes = [cond.shape] + [t.shape for t, is_t in ((lhs, tl), (rhs, tr)) if is_t]
     return sh.broadcast("where", *shapes), (lhs.dtype if tl else rhs.dtype)
 

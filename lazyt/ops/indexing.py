@@ -8,6 +8,7 @@ from .. import dtype as dt
 from .. import shape as sh
 from ..errors import DTypeError, ShapeError
 from .declare import Grad, OpDef, declare, index, static, tensor
+from .meta import same_dtype
 from .reduce import check_dims
 
 
@@ -18,11 +19,6 @@ def _check_index(op: str, idx, rank: int | None = None) -> None:
     if rank is not None and len(idx.shape) != rank:
         raise ShapeError(f"{op}: index must be {rank}-D, got shape {tuple(idx.shape)}")
 
-
-def _same(op: str, x, src) -> None:
-    if x.dtype is not src.dtype:
-        raise DTypeError(f"{op}: operands must have one dtype, got {x.dtype.name} "
-                         f"{tuple(x.shape)} and {src.dtype.name} {tuple(src.shape)}")
 
 
 def _pad_to(B, grad, shape: tuple):
@@ -58,7 +54,7 @@ gather = declare(OpDef(
 def _scatter_add_meta(x, dim, index, src):
     _check_index("scatter_add", index)
     check_dims("scatter_add", x.shape, (dim,))
-    _same("scatter_add", x, src)
+    same_dtype("scatter_add", x, src)
     sh.gather("scatter_add", tuple(x.shape), dim, tuple(index.shape))
     if len(src.shape) != len(index.shape) or any(
             a > b for a, b in zip(index.shape, src.shape)):
@@ -117,7 +113,7 @@ index_select = declare(OpDef(
 def _index_add_meta(x, dim, index, src):
     _check_index("index_add", index, 1)
     check_dims("index_add", x.shape, (dim,))
-    _same("index_add", x, src)
+    same_dtype("index_add", x, src)
     want = tuple(x.shape[:dim]) + tuple(index.shape) + tuple(x.shape[dim + 1:])
     if tuple(src.shape) != want:
         raise ShapeError(f"index_add: src shape {tuple(src.shape)} should be {want} for x "

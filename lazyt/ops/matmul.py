@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 from .. import shape as sh
-from ..errors import DTypeError
 from .declare import Grad, OpDef, declare, tensor
+from .meta import same_dtype
 
 
 def _matmul_meta(lhs, rhs):
     shape = sh.matmul(lhs.shape, rhs.shape)
-    if lhs.dtype is not rhs.dtype:
-        raise DTypeError(f"matmul: operands must have one dtype, got {lhs.dtype.name} "
-                         f"{tuple(lhs.shape)} and {rhs.dtype.name} {tuple(rhs.shape)}")
+    same_dtype("matmul", lhs, rhs)
     return shape, lhs.dtype
 
 

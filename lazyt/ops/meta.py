@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..dtype import DType
+from ..errors import DTypeError
 
 
 @dataclass(frozen=True)
@@ -30,3 +31,10 @@ class Out:
     @staticmethod
     def of(result: Any) -> "Out":
         return result if type(result) is Out else Out(result[0], result[1])
+
+
+def same_dtype(op: str, a, b) -> None:
+    """`DTypeError` naming `op` unless the two operands share a dtype."""
+    if a.dtype is not b.dtype:
+        raise DTypeError(f"{op}: operands must have one dtype, got {a.dtype.name} "
+                         f"{tuple(a.shape)} and {b.dtype.name} {tuple(b.shape)}")

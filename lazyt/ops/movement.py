@@ -9,9 +9,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import shape as sh
-from ..errors import DTypeError, IndexOutOfRangeError, ShapeError
+from ..errors import IndexOutOfRangeError, ShapeError
 from .declare import Grad, OpDef, declare, static, tensor, tensors
-from .meta import Out
+from .meta import Out, same_dtype
 
 
 # ---------------------------------------------------------------------------- reshape
@@ -109,9 +109,7 @@ def _cat_meta(xs, dim):
     if not xs:
         raise ShapeError("cat: expected at least one tensor")
     for x in xs[1:]:
-        if x.dtype is not xs[0].dtype:
-            raise DTypeError(f"cat: operands must have one dtype, got {xs[0].dtype.name} "
-                             f"{tuple(xs[0].shape)} and {x.dtype.name} {tuple(x.shape)}")
+        same_dtype("cat", xs[0], x)
     if not isinstance(dim, int) or not 0 <= dim < max(len(xs[0].shape), 1):
         raise IndexOutOfRangeError(f"cat: dim {dim} is out of range for shape "
                                    f"{tuple(xs[0].shape)}")

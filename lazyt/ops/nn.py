@@ -10,18 +10,14 @@ from __future__ import annotations
 
 from .. import dtype as dt
 from .. import shape as sh
-from ..errors import DTypeError, ShapeError
+from ..errors import ShapeError
 from .codes import BinaryOp, ReduceOp, UnaryOp
 from .declare import OpDef, declare, optional, static, tensor, value
+from .meta import same_dtype
 from .reduce import check_dims
 
 Bi, R, U = BinaryOp, ReduceOp, UnaryOp
 
-
-def _same_dtype(op: str, x, t) -> None:
-    if t.dtype is not x.dtype:
-        raise DTypeError(f"{op}: operands must have one dtype, got {x.dtype.name} "
-                         f"{tuple(x.shape)} and {t.dtype.name} {tuple(t.shape)}")
 
 
 def _along_meta(op: str):
@@ -92,7 +88,7 @@ def _layer_norm_meta(x, n_dims, eps, weight=None, bias=None):
             if tuple(t.shape) != inner:
                 raise ShapeError(f"layer_norm: {name} of shape {tuple(t.shape)} should be "
                                  f"{inner} for input {tuple(x.shape)}")
-            _same_dtype("layer_norm", x, t)
+            same_dtype("layer_norm", x, t)
     return tuple(x.shape), x.dtype
 
 
@@ -133,12 +129,12 @@ def _linear_meta(x, weight, bias=None):
     if not x.shape or len(weight.shape) != 2 or x.shape[-1] != weight.shape[1]:
         raise ShapeError(f"linear: input {tuple(x.shape)} does not end with the weight's "
                          f"in_features ({tuple(weight.shape)} is [out, in])")
-    _same_dtype("linear", x, weight)
+    same_dtype("linear", x, weight)
     if bias is not None:
         if tuple(bias.shape) != tuple(weight.shape[:1]):
             raise ShapeError(f"linear: bias of shape {tuple(bias.shape)} should be "
                              f"{tuple(weight.shape[:1])} for the weight {tuple(weight.shape)}")
-        _same_dtype("linear", x, bias)
+        same_dtype("linear", x, bias)
     return tuple(x.shape[:-1]) + tuple(weight.shape[:1]), x.dtype
 
 
@@ -169,7 +165,7 @@ def _attention_meta(q, k, v, mask=None, scale=1.0):
         raise ShapeError(f"attention: mask of shape {tuple(mask.shape)} does not broadcast "
                          f"to the scores {scores}")
     for t in (k, v) if mask is None else (k, v, mask):
-        _same_dtype("attention", q, t)
+        same_dtype("attention", q, t)
     return shape, q.dtype
 
 

@@ -87,6 +87,11 @@ class NumpyBackend(Backend):
             out = out.astype(x.dtype)
         return _as_array(out)
 
+    def cumsum(self, x, dim: int):
+        """Running sums along `dim` in x's own dtype (float32 accumulates in float32, as torch
+        on the CPU)."""
+        return np.cumsum(x, axis=dim, dtype=x.dtype)
+
     def matmul(self, lhs, rhs):
         if lhs.ndim > 2 and all(s == 1 for s in rhs.shape[:-2]):
             # one large GEMM instead of numpy's loop of small ones over the batch
