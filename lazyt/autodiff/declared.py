@@ -9,39 +9,58 @@ Composites without a `Grad` are differentiated through their primitives.
 """
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import numpy as np
 
 from ..ops import GradContext, OpDef, ParamKind
+from .node import Requirement
 from .ops import _GRAD_ENABLED, AutodiffTensor, Backward, Tracked, broadcast_shape, untracked_view
 
 AT = AutodiffTensor
-_TENSOR = (ParamKind.TENSOR, ParamKind.OPERAND, ParamKind.INDEX, ParamKind.OPTIONAL)
+_NONE = Requirement.NONE
+_SCALARS = (bool, int, float, np.generic)
+# parameter kinds as the hot loop sees them
+_OTHER, _ONE, _MANY, _OPERAND = 0, 1, 2, 3
+_KIND = {ParamKind.TENSOR: _ONE, ParamKind.INDEX: _ONE, ParamKind.OPTIONAL: _ONE,
+         ParamKind.OPERAND: _OPERAND, ParamKind.TENSORS: _MANY,
+         ParamKind.STATIC: _OTHER, ParamKind.VALUE: _OTHER}
 
 
-def _plain(v):
-    return v.primitive if type(v) is AT else v
+class _Spec:
+    """An op's parameters, prepared once for `tracked`: (name, kind, can get a gradient)."""
+
+    __slots__ = ("params", "run_name")
+
+    def __init__(self, op: OpDef):
+        self.params = tuple((p.name, _KIND[p.kind],
+                             p.differentiable and p.kind is not ParamKind.INDEX)
+                            for p in op.params)
+        self.run_name = op.name
 
 
-class _State:
-    """What a tracked op keeps for backward."""
+_SPECS: dict = {}
 
-    __slots__ = ("args", "needs", "shapes", "dtypes", "saved", "slots", "out")
 
-    def __init__(self, args, needs, shapes, dtypes, saved, slots, out):
-        self.args = args      # non-tensor arguments by name
-        self.needs = needs    # tensor name -> bool (list of bools for a sequence)
-        self.shapes = shapes
-        self.dtypes = dtypes
-        self.saved = saved    # read name -> NodeId | ("scalar", value) | [NodeId]
-        self.slots = slots    # tensor name -> parent position (list for a sequence)
+class _State(GradContext):
+    """What a tracked op keeps for backward; its gradient rule reads it as `ctx`."""
+
+    __slots__ = ("slots",)
+
+    def __init__(self, args, needs, shapes, dtypes, slots, out):
+        self.args = args
+        self._needs = needs
+        self._shapes = shapes
+        self._dtypes = dtypes
+        self._saved = None
         self.out = out
+        self.refs = {}        # read name -> NodeId | [NodeId] | ("scalar", value)
+        self.slots = slots    # tensor name -> parent position (list for a sequence)
 
 
 class DeclaredBackward(Backward):
     """The backward step of a declared op: its `Grad` rule, then each gradient summed back to
     its input's shape and registered on that input's node."""
+
+    __slots__ = ("op",)
 
     def __init__(self, op: OpDef):
         self.op = op
@@ -51,10 +70,11 @@ class DeclaredBackward(Backward):
         st: _State = ops.state
         B = ops.backend
         fetched: dict = {}
+        refs = st.refs
 
         def saved(name):
             if name not in fetched:
-                ref = st.saved[name]
+                ref = refs[name]
                 if type(ref) is tuple:          # a scalar operand: its value
                     fetched[name] = ref[1]
                 elif type(ref) is list:
@@ -63,18 +83,20 @@ class DeclaredBackward(Backward):
                     fetched[name] = checkpointer.retrieve_node_output(ref)
             return fetched[name]
 
-        ctx = GradContext(st.args, st.needs, st.shapes, st.dtypes, saved, st.out)
+        st._saved = saved
         parents = ops.parents
-        for name, grad in self.op.grad.fn(B, g, ctx).items():
+        shapes = st._shapes
+        for name, grad in self.op.grad.fn(B, g, st).items():
             slot = st.slots.get(name)
             if slot is None or grad is None:
                 continue
             if type(slot) is list:
-                for s, gi, shape in zip(slot, grad, st.shapes[name]):
+                for s, gi, shape in zip(slot, grad, shapes[name]):
                     if gi is not None and parents[s] is not None:
                         grads.register(parents[s], broadcast_shape(B, gi, shape))
             elif parents[slot] is not None:
-                grads.register(parents[slot], broadcast_shape(B, grad, st.shapes[name]))
+                grads.register(parents[slot], broadcast_shape(B, grad, shapes[name]))
+        st._saved = None
 
     def __repr__(self) -> str:
         return f"DeclaredBackward({self.op.name})"
@@ -84,117 +106,117 @@ def tracked(ad, op: OpDef, args: tuple):
     """Run `op` with `args` (in parameter order; tensors may be AutodiffTensors) on the inner
     backend, recording its backward step when a differentiable input is tracked."""
     B = ad.inner
-    plain = [_plain(a) if p.kind.is_tensor and p.kind is not ParamKind.TENSORS
-             else [_plain(t) for t in a] if p.kind is ParamKind.TENSORS else a
-             for p, a in zip(op.params, args)]
-    run = getattr(B, op.name)
-    if op.grad is None or not _GRAD_ENABLED.get():
-        return run(*plain)
-    # the tensors that could carry a gradient, one view (and parent node) each
-    views, slots, needs, shapes, dtypes, others = [], {}, {}, {}, {}, {}
+    spec = _SPECS.get(op)
+    if spec is None:
+        spec = _SPECS[op] = _Spec(op)
+    grad_on = op.grad is not None and _GRAD_ENABLED.get()
+    plain = []
+    views, slots, needs, shapes, dtypes, others, layout = [], {}, {}, {}, {}, _Args(), []
+    named = {}  # tensor name -> its view (a list of views for a sequence)
     any_tracked = False
-    for p, a in zip(op.params, args):
-        if p.kind is ParamKind.TENSORS:
+    for (name, kind, diff), a in zip(spec.params, args):
+        if kind == _OTHER or a is None or (kind == _OPERAND and type(a) is not AT
+                                           and isinstance(a, _SCALARS)):
+            plain.append(a)
+            others[name] = a
+            layout.append(a)
+            continue
+        if kind == _MANY:
             idx, need, shp, dts = [], [], [], []
+            prims = []
             for t in a:
                 v = t if type(t) is AT else untracked_view(B, t)
                 idx.append(len(views))
                 views.append(v)
-                tr = p.differentiable and v.is_tracked()
+                tr = diff and v.node.requirement is not _NONE
                 any_tracked |= tr
                 need.append(tr)
-                shp.append(tuple(B.shape_of(v.primitive)))
+                prims.append(v.primitive)
+                shp.append(B.shape_of(v.primitive))
                 dts.append(B.dtype_of(v.primitive))
-            slots[p.name], needs[p.name], shapes[p.name], dtypes[p.name] = idx, need, shp, dts
-        elif p.kind in _TENSOR and a is not None and (p.kind is not ParamKind.OPERAND
-                                                      or type(a) is AT or _is_tensor(B, a)):
-            v = a if type(a) is AT else untracked_view(B, a)
-            tr = p.differentiable and p.kind is not ParamKind.INDEX and v.is_tracked()
-            any_tracked |= tr
-            if p.kind is not ParamKind.INDEX:
-                slots[p.name] = len(views)
-            else:
-                slots[p.name] = None
-            views.append(v)
-            needs[p.name] = tr
-            shapes[p.name] = tuple(B.shape_of(v.primitive))
-            dtypes[p.name] = B.dtype_of(v.primitive)
-        elif p.kind in _TENSOR:
-            needs[p.name] = False
-            others[p.name] = a
-        else:
-            others[p.name] = a
-    if not any_tracked:
-        return run(*plain)
+            plain.append(prims)
+            named[name] = views[len(views) - len(prims):]
+            layout.append(_Many(len(prims)))
+            slots[name], needs[name], shapes[name], dtypes[name] = idx, need, shp, dts
+            continue
+        v = a if type(a) is AT else untracked_view(B, a)
+        p = v.primitive
+        plain.append(p)
+        layout.append(_ONE_TENSOR)
+        tr = diff and v.node.requirement is not _NONE
+        any_tracked |= tr
+        slots[name] = len(views) if diff else None
+        named[name] = v
+        views.append(v)
+        needs[name] = tr
+        if tr:
+            shapes[name] = B.shape_of(p)
+            dtypes[name] = B.dtype_of(p)
+    run = getattr(B, spec.run_name)
     out = run(*plain)
-    if not B.dtype_of(out).is_float:  # bools, indices and integers carry no gradient
-        return out
+    if not (grad_on and any_tracked) or not B.dtype_of(out).is_float:
+        return out  # untracked, or bools, indices and integers: no gradient
     backward = DeclaredBackward(op)
     prep = backward.prepare(ad.ckpt, [v.node for v in views])
     if op.recompute:
-        prep = prep.memory_bound().retro_forward(_retro(B, op, args)).parents(views)
+        prep = prep.memory_bound().retro_forward(_retro(run, layout)).parents(views)
     else:
         prep = prep.compute_bound()
     match prep.stateful():
         case Tracked(t):
-            args_ns = SimpleNamespace(**others)
-            st = _State(args_ns, needs, shapes, dtypes, {}, slots, out if op.grad.output
-                        else None)
-            ctx = GradContext(args_ns, needs, shapes, dtypes, None)
-            by_name = _views_by_name(op, views, slots)
-            for name in op.grad.read_names(ctx):
+            st = _State(others, needs, shapes, dtypes, slots,
+                        out if op.grad.output else None)
+            for name in op.grad.read_names(st):
                 if name in others:
-                    st.saved[name] = ("scalar", others[name])
+                    st.refs[name] = ("scalar", others[name])
                 else:
-                    v = by_name[name]
-                    st.saved[name] = [t.checkpoint(x) for x in v] if type(v) is list \
+                    v = named[name]
+                    st.refs[name] = [t.checkpoint(x) for x in v] if type(v) is list \
                         else t.checkpoint(v)
             return t.finish(st, out)
         case _:
             return out
 
 
-def _is_tensor(B, a) -> bool:
-    return not isinstance(a, (bool, int, float, np.generic))
+class _Args(dict):
+    """An op's non-tensor arguments by name, read as attributes by gradient rules
+    (`ctx.args.dim`)."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name):
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
 
 
-def _views_by_name(op: OpDef, views: list, slots: dict) -> dict:
-    """Tensor name -> its view(s), index tensors included (they have no parent slot)."""
-    out, k = {}, 0
-    for p in op.params:
-        if p.kind is ParamKind.TENSORS:
-            n = len(slots[p.name])
-            out[p.name] = views[k:k + n]
-            k += n
-        elif p.name in slots:
-            out[p.name] = views[k]
-            k += 1
-    return out
+class _Many:
+    __slots__ = ("n",)
+
+    def __init__(self, n: int):
+        self.n = n
 
 
-def _retro(B, op: OpDef, args: tuple):
-    """The op as a function of its tensor inputs' values (for recomputation in backward)."""
-    run = getattr(B, op.name)
-    layout = []
-    for p, a in zip(op.params, args):
-        if p.kind is ParamKind.TENSORS:
-            layout.append(("many", len(a)))
-        elif p.kind in _TENSOR and a is not None and (
-                p.kind is not ParamKind.OPERAND or type(a) is AT or _is_tensor(B, a)):
-            layout.append(("one", None))
-        else:
-            layout.append(("value", a))
+_ONE_TENSOR = object()  # a layout entry: the next tensor value
+
+
+def _retro(run, layout: list):
+    """The op as a function of its tensor inputs' values (for recomputation in backward):
+    `layout` holds, per parameter, `_ONE_TENSOR`, a `_Many` or the argument itself."""
+    if all(e is _ONE_TENSOR for e in layout):
+        return run
 
     def retro(*values):
         it = iter(values)
         call = []
-        for kind, v in layout:
-            if kind == "many":
-                call.append([next(it) for _ in range(v)])
-            elif kind == "one":
+        for e in layout:
+            if e is _ONE_TENSOR:
                 call.append(next(it))
+            elif type(e) is _Many:
+                call.append([next(it) for _ in range(e.n)])
             else:
-                call.append(v)
+                call.append(e)
         return run(*call)
     return retro
 
@@ -207,5 +229,5 @@ def composite(ad, op: OpDef, args: tuple):
         if op.grad is not None:
             return tracked(ad, op, args)
         return op.decompose(ad, *args)
-    plain = [_plain(a) for a in args]
+    plain = [a.primitive if type(a) is AT else a for a in args]
     return getattr(ad.inner, op.name)(*plain)

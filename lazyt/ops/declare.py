@@ -101,9 +101,9 @@ class GradContext:
     `Grad.reads` (`ctx.saved(name)`; a scalar operand is its value) and, with
     `Grad(output=True)`, the op's output (`ctx.out`). Layers build it; rules only read it."""
 
-    __slots__ = ("args", "_needs", "_shapes", "_dtypes", "_saved", "out")
+    __slots__ = ("args", "_needs", "_shapes", "_dtypes", "_saved", "out", "refs")
 
-    def __init__(self, args, needs: dict, shapes: dict, dtypes: dict, saved: Callable,
+    def __init__(self, args, needs: dict, shapes: dict, dtypes: dict, saved: Callable | None,
                  out=None):
         self.args = args
         self._needs = needs
@@ -111,6 +111,11 @@ class GradContext:
         self._dtypes = dtypes
         self._saved = saved
         self.out = out
+        self.refs: dict = {}  # what the forward kept: name -> where its value comes from
+
+    def has(self, name: str) -> bool:
+        """Whether the forward kept input `name` for the rule (it was in `Grad.reads`)."""
+        return name in self.refs
 
     def needs(self, name: str) -> bool:
         """Whether input `name` gets a gradient (for a sequence: any of its tensors)."""

@@ -161,21 +161,27 @@ def _binary_meta(op, lhs, rhs):
     return shape, (dt.bool_ if op in COMPARISONS else d)
 
 
+_READS: dict = {}  # (op, lhs needs a gradient, rhs needs one) -> operands read
+
+
 def _binary_reads(ctx):
-    need_l, need_r, _, _ = BINARY_GRAD[ctx.args.op]
-    want = [0, 0]
-    for name, req in (("lhs", need_l), ("rhs", need_r)):
-        if ctx.needs(name):
-            want[0] |= req[0]
-            want[1] |= req[1]
-    return tuple(n for n, w in zip(("lhs", "rhs"), want) if w)
+    key = (ctx.args.op, ctx.needs("lhs"), ctx.needs("rhs"))
+    names = _READS.get(key)
+    if names is None:
+        need_l, need_r, _, _ = BINARY_GRAD[key[0]]
+        want = [0, 0]
+        for req, on in ((need_l, key[1]), (need_r, key[2])):
+            if on:
+                want[0] |= req[0]
+                want[1] |= req[1]
+        names = _READS[key] = tuple(n for n, w in zip(("lhs", "rhs"), want) if w)
+    return names
 
 
 def _binary_grad(B, g, ctx):
     _, _, lhs_grad, rhs_grad = BINARY_GRAD[ctx.args.op]
-    read = _binary_reads(ctx)
-    l = ctx.saved("lhs") if "lhs" in read else None
-    r = ctx.saved("rhs") if "rhs" in read else None
+    l = ctx.saved("lhs") if ctx.has("lhs") else None
+    r = ctx.saved("rhs") if ctx.has("rhs") else None
     out = {}
     if ctx.needs("lhs"):
         out["lhs"] = lhs_grad(B, g, l, r)
