@@ -20,11 +20,13 @@ from ...errors import DTypeError, ShapeError
 from ...ops import ARG_REDUCTIONS, BinaryOp, ReduceOp, UnaryOp
 from ..base import binary_out_dtype, reduce_out_dtype
 from ..cube.backend import CubeBackend
+from ..cube.renderer import FUSED_VEC_PER_THREAD, FUSED_VEC_WG, WG
 from ..cube.source import CubeCount, CubeDim, FileKernelSource, SourceKernel, TextKernelSource
 from ..cube.tensor import CubeTensor, contiguous_strides
 from . import codegen as cg
 from . import replay as _replay
 from .client import ComputeClient, Pipeline
+from .renderer import WGSL as R
 
 _KERNELS = Path(__file__).resolve().parent / "kernels"
 _F32, _F32_BITS = struct.Struct("<f"), struct.Struct("<I")
@@ -116,7 +118,7 @@ class WgpuBackend(CubeBackend):
         return p
 
     def _template(self, file: str, values: dict, entry: str = "main",
-                  wg: int = cg.WG) -> Pipeline:
+                  wg: int = WG) -> Pipeline:
         key = (file, entry, wg, tuple(sorted(values.items())))
         p = self._kernels.get(key)
         if p is None:
@@ -132,7 +134,7 @@ class WgpuBackend(CubeBackend):
             return CubeCount(n_groups)
         return CubeCount.split(n_groups, top)
 
-    def groups_for(self, n: int, per_group: int = cg.WG) -> CubeCount:
+    def groups_for(self, n: int, per_group: int = WG) -> CubeCount:
         return self.groups(-(-n // per_group))
 
     # ------------------------------------------------------------------ creation
@@ -178,12 +180,12 @@ class WgpuBackend(CubeBackend):
         n = out.num_elements
         if n == 0:
             return out
-        out_t = cg.wgsl_type(out_dtype)
+        out_t = R.type_of(out_dtype)
         p = self._kernels.get(key)
         if p is None:
             p = self._generated(key, key[0] if len(key) < 3 or key[0] == "cast"
                                 else f"{key[0]}_{key[1]}",
-                                lambda: cg.elementwise_kernel(types, out_t, expr))
+                                lambda: R.elementwise(types, out_t, expr))
         strides = [[0] * len(shape) if isinstance(x, np.ndarray) else
                    _broadcast_strides(x, shape) for x in inputs]
         cshape, cstrides = coalesce(shape, strides)
@@ -206,8 +208,8 @@ class WgpuBackend(CubeBackend):
         return out
 
     def unary(self, op: UnaryOp, x: CubeTensor) -> CubeTensor:
-        t = cg.wgsl_type(x.dtype)
-        expr = cg.unary_expr(op, t, "v0")
+        t = R.type_of(x.dtype)
+        expr = R.unary_expr(op, t, "v0")
         return self.elementwise(("unary", op.value, x.dtype.name), expr, [x], [t], x.dtype,
                                 x.shape)
 
@@ -221,8 +223,8 @@ class WgpuBackend(CubeBackend):
 
     def binary(self, op: BinaryOp, lhs, rhs) -> CubeTensor:
         dtype = lhs.dtype if isinstance(lhs, CubeTensor) else rhs.dtype
-        t = cg.wgsl_type(dtype)
-        expr = cg.binary_expr(op, t, "v0", "v1")
+        t = R.type_of(dtype)
+        expr = R.binary_expr(op, t, "v0", "v1")
         ops, shape = self._operands(op.value, [lhs, rhs], dtype)
         return self.elementwise(("binary", op.value, dtype.name), expr, ops, [t, t],
                         binary_out_dtype(op, dtype), shape)
@@ -232,20 +234,20 @@ class WgpuBackend(CubeBackend):
             rhs.dtype if isinstance(rhs, CubeTensor) else None
         if dtype is None:
             raise DTypeError("where: expected lhs or rhs to be a tensor")
-        t = cg.wgsl_type(dtype)
-        b = cg.TYPES["bool"]
+        t = R.type_of(dtype)
+        b = R.type_of(dt.bool_)
         ops, shape = self._operands("where", [cond, lhs, rhs], dtype)
-        expr = cg.WHERE.format(c="v0", a="v1", b="v2")
+        expr = R.where_expr("v0", "v1", "v2")
         return self.elementwise(("where", dtype.name), expr, ops, [b, t, t], dtype, shape)
 
     def cast(self, x: CubeTensor, dtype: DType) -> CubeTensor:
         if dtype is x.dtype:
             return x
         self.check_dtype("cast", dtype)
-        src, dst = cg.wgsl_type(x.dtype), cg.wgsl_type(dtype)
+        src, dst = R.type_of(x.dtype), R.type_of(dtype)
         if src == dst:  # int32 <-> int64: the same 32-bit storage
             return CubeTensor(x.client, x.device, x.shape, x.strides, x.handle, dtype, x.offset)
-        expr = cg.cast_expr(src, dst, "v0")
+        expr = R.cast_expr(src, dst, "v0")
         return self.elementwise(("cast", x.dtype.name, dtype.name), expr, [x], [src], dtype,
                                 x.shape)
 
@@ -268,40 +270,40 @@ class WgpuBackend(CubeBackend):
                 return self.full(out_shape, float("nan"), out_dtype)
             raise ShapeError(f"{op.value}: cannot reduce over zero-size dims {dims} of shape "
                              f"{x.shape}")
-        acc = "f32" if x.dtype.is_float else "i32"
+        acc = R.type_of(dt.float32 if x.dtype.is_float else dt.int32)
         kshape, (kstrides,) = coalesce([x.shape[d] for d in keep], [[x.strides[d] for d in keep]])
         rshape, (rstrides,) = coalesce([x.shape[d] for d in dims], [[x.strides[d] for d in dims]])
         rows = r_len >= _ROWS_MIN and (rstrides[-1:] == [1] or n_out < 1024)
         splits = 1
         if rows and op not in ARG_REDUCTIONS and n_out < _SPLIT_OUTPUTS and r_len >= _SPLIT_MIN:
             splits = min(-(-r_len // _SPLIT_CHUNK), 1024)
-        in_t = cg.wgsl_type(x.dtype)
-        out_t = cg.wgsl_type(out_dtype)
+        in_t = R.type_of(x.dtype)
+        out_t = R.type_of(out_dtype)
         if splits == 1:
             out = self.alloc(op.value, out_shape, out_dtype)
             self._reduce_pass(op, acc, in_t.storage, out_t.storage, False, x, out, n_out, r_len,
                               1, kshape, kstrides, rshape, rstrides, r_len, rows)
             return out
         # pass 1: partial accumulators (n_out x splits); pass 2: reduce them per output
-        part_dtype = dt.float32 if acc == "f32" else dt.int32
+        part_dtype = dt.float32 if acc.kind == "float" else dt.int32
         part = self.alloc(op.value, (n_out, splits), part_dtype)
         first = ReduceOp.SUM if op is ReduceOp.MEAN else op
-        self._reduce_pass(first, acc, in_t.storage, acc, True, x, part, n_out, r_len, splits,
+        self._reduce_pass(first, acc, in_t.storage, acc.storage, True, x, part, n_out, r_len, splits,
                           kshape, kstrides, rshape, rstrides, r_len, True)
         out = self.alloc(op.value, out_shape, out_dtype)
-        self._reduce_pass(op, acc, acc, out_t.storage, False, part, out, n_out, splits, 1,
+        self._reduce_pass(op, acc, acc.storage, out_t.storage, False, part, out, n_out, splits, 1,
                           [n_out], [splits], [splits], [1], r_len, True)
         return out
 
     def _reduce_pass(self, op, acc, in_elem, out_elem, partial, x, out, n_out, r_len, splits,
                      kshape, kstrides, rshape, rstrides, divisor, rows) -> None:
-        spec = cg.reduce_wgsl(op, acc)
-        load = "input[at]" if in_elem == acc else f"{acc}(input[at])"
+        spec = R.reduce_spec(op, acc)
+        load = "input[at]" if in_elem == acc.compute else R.convert(acc.compute, "input[at]")
         values = {"enable": "enable f16;" if "f16" in (in_elem, out_elem) else "",
-                  "in_elem": in_elem, "out_elem": out_elem, "acc": acc,
+                  "in_elem": in_elem, "out_elem": out_elem, "acc": acc.compute,
                   "identity": spec.identity, "combine": spec.combine,
                   "finish": "r.v" if partial else spec.finish, "load": load,
-                  "helpers": cg.helpers_for(spec.combine)}
+                  "helpers": R.helpers_for(spec.combine)}
         entry = "reduce_rows" if rows else "reduce_threads"
         p = self._template("reduce.wgsl", values, entry)
         chunk = -(-r_len // splits)
@@ -428,7 +430,7 @@ class WgpuBackend(CubeBackend):
                 -(-n // cfg.bn) * -(-m // cfg.bm) * math.prod(batch) < SMALL_GRID:
             narrow = self.matmul_config_narrow
             cfg = narrow if narrow is not None and n <= NARROW_N else small
-        t = cg.wgsl_type(dtype)
+        t = R.type_of(dtype)
         has_bias = bias is not None
         p = self._generated(("matmul", dtype.name, vec4, cfg, has_bias, b_trans), "matmul",
                             lambda: cg.matmul_kernel(t, cfg, vec4, has_bias, b_trans))
@@ -530,10 +532,11 @@ class WgpuBackend(CubeBackend):
         n = out.num_elements
         if n == 0:
             return out
-        t = cg.wgsl_type(x.dtype)
-        store = "min(acc, 1u)" if t.kind == "bool" else t.store("acc")
+        t = R.type_of(x.dtype)
+        store = "min(acc, 1u)" if t.kind == "bool" else R.store(t, "acc")
         values = {"enable": "enable f16;" if t.storage == "f16" else "", "elem": t.storage,
-                  "load_x": t.load("x[at_x]"), "load_src": t.load("src[at_src + p * src_step]"),
+                  "load_x": R.load(t, "x[at_x]"),
+                  "load_src": R.load(t, "src[at_src + p * src_step]"),
                   "store": store}
         p = self._template("scatter_add.wgsl", values)
         info = _u32([n, x.ndim, dim, x.offset, index.offset, src.offset, index.shape[dim],
@@ -596,17 +599,17 @@ class WgpuBackend(CubeBackend):
             p = block.cache.get(key)
             if p is None:
                 p = block.cache[key] = self.client.compile(TextKernelSource(
-                    "fused", "wgsl", cg.fused_kernel(block, True, splat)))
+                    "fused", "wgsl", R.fused(block, True, splat)))
             n4 = n // 4
             info = _u32([n4, *(x.offset for x in inputs), *words])
-            per = cg.FUSED_VEC_PER_THREAD * cg.FUSED_VEC_WG
+            per = FUSED_VEC_PER_THREAD * FUSED_VEC_WG
             self.client.launch(p, self.groups_for(n4, per), [*inputs, *outs, info])
             return outs
         key = ("wgpu-fused", self.device, "strided")
         p = block.cache.get(key)
         if p is None:
             p = block.cache[key] = self.client.compile(TextKernelSource(
-                "fused", "wgsl", cg.fused_kernel(block)))
+                "fused", "wgsl", R.fused(block)))
         head, tails, strided = [], [], 0
         for x, st, s, lin in zip(inputs, cstrides, splat, linear):
             head += [x.offset, int(lin and not s)]
