@@ -19,11 +19,14 @@ from .source import (
     with_elem_prelude,
 )
 from .tensor import CubeTensor, contiguous_strides
+from .renderer import Binding, KernelType, Renderer
+from .client import ComputeClient, CubeLimits
 from .backend import CubeBackend, into_contiguous  # noqa: E402  (needs source and tensor)
 
 __all__ = [
     "CubeBackend", "into_contiguous", "DEFAULT_ENTRY", "LANGS", "MAX_CUBES_PER_DIM", "CubeCount", "CubeDim", "CubeTensor",
     "FileKernelSource", "KernelId", "KernelSource", "KernelSources", "SourceKernel",
     "SourceTemplate", "TextKernelSource", "build_info", "contiguous_strides", "elem_name",
-    "elem_storage", "kernel_source", "with_elem_prelude",
+    "elem_storage", "kernel_source", "with_elem_prelude", "ComputeClient", "CubeLimits",
+    "Renderer", "KernelType", "Binding",
 ]

@@ -25,7 +25,7 @@ from ..cube.source import CubeCount, CubeDim, FileKernelSource, SourceKernel, Te
 from ..cube.tensor import CubeTensor, contiguous_strides
 from . import codegen as cg
 from . import replay as _replay
-from .client import ComputeClient, Pipeline
+from .client import Pipeline, WgpuClient
 from .renderer import WGSL as R
 
 _KERNELS = Path(__file__).resolve().parent / "kernels"
@@ -88,7 +88,7 @@ class WgpuBackend(CubeBackend):
     #: None follows LAZYT_WGPU_REPLAY at each op, True/False override it for this backend.
     replay = None
 
-    def __init__(self, client: ComputeClient, device: str, adapter_kind: str = ""):
+    def __init__(self, client: WgpuClient, device: str, adapter_kind: str = ""):
         super().__init__(client, device)
         self._kernels: dict[tuple, Pipeline] = {}
         self._replays = _replay.new_memo()
