@@ -13,6 +13,7 @@ from ... import dtype as dt
 from ...dtype import DType
 from ...errors import DTypeError, ShapeError
 from ..base import Backend
+from . import replay as _replay
 from .source import elem_storage
 from .tensor import CubeTensor, contiguous_strides
 
@@ -33,11 +34,20 @@ class CubeBackend(Backend):
     """A kernel backend on one `ComputeClient` (`client.lang` is its kernel language)."""
 
     name = "cube"
+    #: Re-issue a kernel op's recorded launches instead of re-running its logic (replay.py):
+    #: None follows `replay_default()` at each op, True/False override it for this backend.
+    replay = None
 
     def __init__(self, client, device: str):
         self.client = client
         self.device = device              # "wgpu:0": what CubeTensor.device holds
         client.backend = self
+        self._replays = _replay.new_memo()
+        self.replay_hits = 0              # ops served by a replay (for tests and benchmarks)
+
+    def replay_default(self) -> bool:
+        """Whether ops replay when `replay` is None (a runtime may read a switch here)."""
+        return True
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.device}: {getattr(self.client, 'description', '')})"

@@ -15,16 +15,17 @@ import numpy as np
 
 from ... import dtype as dt
 from ... import shape as sh
+from ...config import wgpu_replay
 from ...dtype import DType
 from ...errors import DTypeError, ShapeError
 from ...ops import ARG_REDUCTIONS, BinaryOp, ReduceOp, UnaryOp
 from ..base import binary_out_dtype, reduce_out_dtype
+from ..cube import replay as _replay
 from ..cube.backend import CubeBackend
 from ..cube.renderer import FUSED_VEC_PER_THREAD, FUSED_VEC_WG, WG
 from ..cube.source import CubeCount, CubeDim, FileKernelSource, SourceKernel, TextKernelSource
 from ..cube.tensor import CubeTensor, contiguous_strides
 from . import codegen as cg
-from . import replay as _replay
 from .client import Pipeline, WgpuClient
 from .renderer import WGSL as R
 
@@ -84,15 +85,10 @@ class WgpuBackend(CubeBackend):
     """The wgpu base backend of `lazyt.device("wgpu:N")`."""
 
     name = "wgpu"
-    #: Re-issue a kernel op's recorded launches instead of re-running its logic (replay.py):
-    #: None follows LAZYT_WGPU_REPLAY at each op, True/False override it for this backend.
-    replay = None
 
     def __init__(self, client: WgpuClient, device: str, adapter_kind: str = ""):
         super().__init__(client, device)
         self._kernels: dict[tuple, Pipeline] = {}
-        self._replays = _replay.new_memo()
-        self.replay_hits = 0       # ops served by a replay (for tests and benchmarks)
         # CPU adapters (lavapipe) run small tiles faster; GPUs want big register blocks.
         if adapter_kind == "CPU":
             self.matmul_config = cg.MatmulConfig(bm=32, bn=32, bk=8, tm=4, tn=4)
@@ -136,6 +132,10 @@ class WgpuBackend(CubeBackend):
 
     def groups_for(self, n: int, per_group: int = WG) -> CubeCount:
         return self.groups(-(-n // per_group))
+
+    def replay_default(self) -> bool:
+        """`LAZYT_WGPU_REPLAY` (on unless set to 0), read at each op."""
+        return wgpu_replay()
 
     # ------------------------------------------------------------------ creation
     def _scalar_bits(self, op: str, value, dtype: DType) -> np.ndarray:
