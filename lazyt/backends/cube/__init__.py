@@ -1,4 +1,9 @@
-"""The Cube family of kernel backends (wgpu, CUDA): what they share, independent of any GPU."""
+"""The Cube family of kernel backends (wgpu, CUDA): what they share, independent of any GPU.
+
+`ComputeClient` (client.py) is the runtime interface and `Renderer` (renderer.py) the
+language-neutral generator of elementwise and fused kernels; a runtime adds a client and a
+renderer subclass for its language. Kernel-source tools are in source.py.
+"""
 from .source import (
     DEFAULT_ENTRY,
     LANGS,
@@ -15,6 +20,7 @@ from .source import (
     build_info,
     elem_name,
     elem_storage,
+    filled_kernel,
     kernel_source,
     with_elem_prelude,
 )
@@ -27,6 +33,6 @@ __all__ = [
     "CubeBackend", "into_contiguous", "DEFAULT_ENTRY", "LANGS", "MAX_CUBES_PER_DIM", "CubeCount", "CubeDim", "CubeTensor",
     "FileKernelSource", "KernelId", "KernelSource", "KernelSources", "SourceKernel",
     "SourceTemplate", "TextKernelSource", "build_info", "contiguous_strides", "elem_name",
-    "elem_storage", "kernel_source", "with_elem_prelude", "ComputeClient", "CubeLimits",
-    "Renderer", "KernelType", "Binding",
+    "elem_storage", "filled_kernel", "kernel_source", "with_elem_prelude", "ComputeClient",
+    "CubeLimits", "Renderer", "KernelType", "Binding",
 ]

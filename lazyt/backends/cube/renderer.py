@@ -77,11 +77,11 @@ def operand_dtype(block, ref) -> DType:
 class Renderer:
     """Generated kernels for one kernel language; subclass per language (see the module doc).
 
-    Extension points, all with C defaults except `kernel`: `lang`, `runtime`,
-    `compute_types`, `helper_file`, `helper_start`, `vec4_types`, `convert`, `from_bits`,
-    `select`, `float_literal`, `let`, `var`, `struct`, `vec4`, `make_vec4`, `prelude`,
-    `kernel`; and per-language overrides of op-table entries in `unary_table` /
-    `binary_table` where a spelling differs (a CUDA `sign`, say).
+    Extension points, all with C defaults except `kernel`: the attributes `lang`, `runtime`,
+    `compute_types`, `uint`, `vec4_types`, `helper_file`, `helper_start`,
+    `declare_before_use`; the methods `convert`, `from_bits`, `select`, `float_literal`, `let`,
+    `var`, `struct`, `vec4`, `make_vec4`, `prelude`, `kernel`; and, where one op's spelling
+    differs, its entry in `unary_table` / `binary_table` (CUDA has no `sign`, say).
     """
 
     #: The kernel language ("wgsl", "cuda") and the runtime named in errors ("wgpu", "cuda").
@@ -89,12 +89,17 @@ class Renderer:
     runtime = ""
     #: The compute type of each storage type that is not computed in itself.
     compute_types: dict[str, str] = {}
+    #: The 32-bit unsigned integer type (info words, indices).
+    uint = "unsigned int"
     #: The 4-vector type of each scalar type (vec4 fused kernels).
     vec4_types: dict[str, str] = {"float": "float4", "int": "int4", "unsigned int": "uint4"}
     #: The file defining the `lz_*` helper functions, and the first line of a definition
     #: (group 1: the helper's name). A definition ends where its braces balance.
     helper_file: Path | None = None
-    helper_start = re.compile(r"^__device__\b.*?\b(lz_\w+)\s*\(", re.M)
+    helper_start = re.compile(r"^__device__\b.*?\b(lz_\w+)\s*\(")
+    #: Whether a function must be declared before a call (C); else helpers keep the order in
+    #: which the code's calls found them.
+    declare_before_use = True
     #: The op tables this language renders (the neutral ones unless a spelling differs).
     unary_table: dict = UNARY
     binary_table: dict = BINARY
@@ -116,7 +121,7 @@ class Renderer:
         """The value of compute type `ty` whose bits are the u32 `word`."""
         if ty == "float":
             return f"__uint_as_float({word})"
-        return word if ty == "unsigned int" else self.convert(ty, word)
+        return word if ty == self.uint else self.convert(ty, word)
 
     def select(self, cond: str, then: str, other: str) -> str:
         """`then` where `cond` holds, else `other` (both evaluated)."""
@@ -237,7 +242,7 @@ class Renderer:
 
     def helpers_for(self, *code: str) -> str:
         """The definitions of the helpers `code` calls (and of those they call), callees
-        first in discovery order."""
+        before their callers where the language needs it (`declare_before_use`)."""
         defs = self.helper_defs() if self.helper_file is not None else {}
         need: list[str] = []
         todo = list(code)
@@ -246,6 +251,8 @@ class Renderer:
                 if name in defs and name not in need:
                     need.append(name)
                     todo.append(defs[name])
+        if self.declare_before_use:
+            need = _callees_first(need, defs)
         return "".join("\n" + defs[n] + "\n" for n in need)
 
     # ------------------------------------------------------------------ index math
@@ -292,7 +299,7 @@ class Renderer:
         broadcast scalars zeros everywhere."""
         n = len(inputs)
         bindings = [Binding(f"in{k}", t.storage) for k, t in enumerate(inputs)]
-        bindings += [Binding("out", out.storage, True), Binding("info", "u32")]
+        bindings += [Binding("out", out.storage, True), Binding("info", self.uint)]
         body = self._strided_head() + self.strided_offsets(range(n), 3 + 2 * n)
         body += [self.let(f"v{k}", self.load(t, f"in{k}[i{k}]")) for k, t in enumerate(inputs)]
         body.append(f"out[i] = {self.store(out, expr)};")
@@ -381,7 +388,7 @@ class Renderer:
                     for k, t in enumerate(in_t)]
         bindings += [Binding(f"out{k}", self.vec4(t.storage) if vec4 else t.storage, True)
                      for k, t in enumerate(out_t)]
-        bindings.append(Binding("info", "u32"))
+        bindings.append(Binding("info", self.uint))
         # an intermediate value may be f16 too (a cast inside the block)
         prelude = self.prelude(*(t.storage for t in in_t), *(t.storage for t in out_t),
                                *(self.type_of(ins.dtype).storage for ins in block.instrs))
@@ -427,6 +434,17 @@ class Renderer:
         return body
 
     @functools.lru_cache(maxsize=4096)
+    def can_vectorize(self, block) -> bool:
+        """Whether the vec4 form can hold every input and output type of `block`."""
+        types = [d for _, d in block.inputs] + [block.instrs[v].dtype for v in block.outputs]
+        try:
+            for d in types:
+                self.vec4(self.type_of(d).storage)
+        except DTypeError:
+            return False
+        return True
+
+    @functools.lru_cache(maxsize=4096)
     def fused_kernel(self, block, vec4: bool = False, splat: tuple = ()) -> TextKernelSource:
         """`fused(block, vec4, splat)` as a kernel (memoized per block object and form: a block
         run again is neither rendered nor hashed again)."""
@@ -434,6 +452,7 @@ class Renderer:
                             FUSED_VEC_WG if vec4 else WG)
 
     # ------------------------------------------------------------------ reductions
+    @functools.lru_cache(maxsize=256)
     def reduce_spec(self, op: ReduceOp, acc: KernelType) -> ReduceSpec:
         """The reduction `op` with an accumulator of compute type `acc` (float or int)."""
         is_f = acc.kind == "float"
@@ -474,10 +493,30 @@ class Renderer:
         return f"{type(self).__name__}()"
 
 
+def _callees_first(names: list[str], defs: dict[str, str]) -> list[str]:
+    """`names` reordered so that every helper follows the helpers it calls."""
+    order: list[str] = []
+    seen: set[str] = set()
+
+    def visit(name: str) -> None:
+        if name in seen:
+            return
+        seen.add(name)
+        for callee in _HELPER_CALL.findall(defs[name]):
+            if callee in defs and callee != name:
+                visit(callee)
+        order.append(name)
+
+    for name in names:
+        visit(name)
+    return order
+
+
 @functools.lru_cache(maxsize=None)
 def _helper_defs(path: Path, start: re.Pattern) -> dict[str, str]:
     """The `lz_*` definitions of a helper file: from a line matching `start` to the line where
-    its braces balance (comments outside a definition are not part of it)."""
+    its braces balance (comments outside a definition are not part of it). Definitions of one
+    name (C++ overloads) are kept together, in file order."""
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as e:
@@ -501,7 +540,9 @@ def _helper_defs(path: Path, start: re.Pattern) -> dict[str, str]:
         if j == len(lines):
             raise HelperError(f"{path}: the helper {m.group(1)} starting on line {i + 1} "
                               f"never closes its braces")
-        defs[m.group(1)] = "\n".join(lines[i:j + 1])
+        text = "\n".join(lines[i:j + 1])
+        name = m.group(1)
+        defs[name] = defs[name] + "\n" + text if name in defs else text
         i = j + 1
     return defs
 

@@ -507,6 +507,18 @@ class SourceKernel(KernelSource):
         return f"SourceKernel({self.inner!r}, cube_dim={self.cube_dim}{dtype})"
 
 
+@lru_cache(maxsize=1024)
+def filled_kernel(directory: Path, file: str, lang: str, entry: str | None = None,
+                  workgroup_size: int = 1, values: tuple = ()) -> TextKernelSource:
+    """The kernel file `directory / file` filled for one configuration (`values`: sorted
+    (placeholder, value) pairs) as a complete `TextKernelSource`, with the id `SourceKernel`
+    gives it. A plain memo: each configuration's file is read and filled once per process."""
+    source = FileKernelSource(Path(file).stem, lang, Path(directory) / file, entry)
+    cube_dim = CubeDim(workgroup_size)
+    text = SourceKernel(source, cube_dim, values=dict(values)).complete()
+    return TextKernelSource(source.name, lang, text, source.entry, cube_dim)
+
+
 # ---------------------------------------------------------------------------------- info buffer
 _U32_MAX = 2 ** 32 - 1
 
@@ -543,5 +555,6 @@ def build_info(tensors: Sequence[Any]) -> np.ndarray:
 __all__ = [
     "LANGS", "DEFAULT_ENTRY", "MAX_CUBES_PER_DIM", "SourceTemplate", "KernelId", "KernelSource",
     "TextKernelSource", "FileKernelSource", "KernelSources", "kernel_source", "elem_name",
-    "elem_storage", "with_elem_prelude", "CubeDim", "CubeCount", "SourceKernel", "build_info",
+    "elem_storage", "with_elem_prelude", "CubeDim", "CubeCount", "SourceKernel", "filled_kernel",
+    "build_info",
 ]

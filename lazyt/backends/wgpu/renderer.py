@@ -18,8 +18,10 @@ class WgslRenderer(Renderer):
     lang = "wgsl"
     runtime = "wgpu"
     compute_types = {"f16": "f32"}
+    uint = "u32"
     helper_file = _KERNELS / "helpers.wgsl"
     helper_start = re.compile(r"^fn\s+(lz_\w+)\s*\(")
+    declare_before_use = False      # WGSL functions may be declared in any order
 
     def convert(self, ty: str, x: str) -> str:
         return f"{ty}({x})"

@@ -8,7 +8,6 @@ import pytest
 import lazyt
 import lazyt.dtype as dt
 from lazyt.backends.numpy import NumpyBackend
-from lazyt.backends.wgpu import codegen as cg
 from lazyt.backends.wgpu.renderer import WGSL
 from lazyt.errors import DTypeError, IndexOutOfRangeError, ShapeError
 from lazyt.ops import BinaryOp, ReduceOp, UnaryOp
