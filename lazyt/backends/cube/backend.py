@@ -1,25 +1,40 @@
 """CubeBackend: the family base of the kernel backends (wgpu, CUDA).
 
 Its primitives are `CubeTensor`s on one runtime client. What does not depend on the kernel
-language lives here: dtype support and storage, host transfer, and the movement ops that are
-metadata only (reshape of a contiguous tensor, permute, expand, slice as strided views). A
-runtime backend adds the kernels. Extension authors select the whole family with `Cube`.
+language lives here: dtype support and storage, host transfer, the movement ops that are
+metadata only (reshape of a contiguous tensor, permute, expand, slice as strided views), and
+the generated kernels (elementwise ops, casts, fused blocks), rendered by the client's
+`Renderer` and launched with the same info layouts on every runtime. A runtime backend adds
+the hand-written kernels (copies, reductions, indexing, matmul). Extension authors select the
+whole family with `Cube`.
 """
 from __future__ import annotations
+
+import math
+import struct
+from typing import Sequence
 
 import numpy as np
 
 from ... import dtype as dt
+from ... import shape as sh
 from ...dtype import DType
 from ...errors import DTypeError, ShapeError
-from ..base import Backend
-from .source import elem_storage
+from ...ops import BinaryOp, UnaryOp
+from ..base import Backend, binary_out_dtype
+from ..fused import run_generic
+from . import replay as _replay
+from .client import ComputeClient
+from .launch import broadcast_strides, coalesce, info_words, split_block
+from .renderer import FUSED_VEC_PER_THREAD, FUSED_VEC_WG, WG
+from .source import CubeCount, elem_storage
 from .tensor import CubeTensor, contiguous_strides
 
 #: Kernels index elements with 32-bit integers.
 MAX_ELEMENTS = 2 ** 32 - 1
 
 _I32 = np.iinfo(np.int32)
+_F32, _F32_BITS = struct.Struct("<f"), struct.Struct("<I")
 
 
 def into_contiguous(tensor: CubeTensor) -> CubeTensor:
@@ -33,11 +48,21 @@ class CubeBackend(Backend):
     """A kernel backend on one `ComputeClient` (`client.lang` is its kernel language)."""
 
     name = "cube"
+    #: Re-issue a kernel op's recorded launches instead of re-running its logic (replay.py):
+    #: None follows `replay_default()` at each op, True/False override it for this backend.
+    replay = None
 
-    def __init__(self, client, device: str):
+    def __init__(self, client: ComputeClient, device: str):
         self.client = client
         self.device = device              # "wgpu:0": what CubeTensor.device holds
+        self.renderer = client.renderer   # generated kernels in the client's language
         client.backend = self
+        self._replays = _replay.new_memo()
+        self.replay_hits = 0              # ops served by a replay (for tests and benchmarks)
+
+    def replay_default(self) -> bool:
+        """Whether ops replay when `replay` is None (a runtime may read a switch here)."""
+        return True
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.device}: {getattr(self.client, 'description', '')})"
@@ -143,6 +168,176 @@ class CubeBackend(Backend):
 
     def sync(self) -> None:
         self.client.sync()
+
+    # ------------------------------------------------------------------ launch shape
+    def groups(self, n_groups: int) -> CubeCount:
+        """`n_groups` workgroups laid out within the device's per-dimension limit."""
+        top = self.client.limits.max_workgroups_per_dim
+        if n_groups <= top:
+            return CubeCount(n_groups)
+        return CubeCount.split(n_groups, top)
+
+    def groups_for(self, n: int, per_group: int = WG) -> CubeCount:
+        return self.groups(-(-n // per_group))
+
+    # ------------------------------------------------------------------ elementwise
+    def _scalar_bits(self, op: str, value, dtype: DType) -> np.ndarray:
+        """A Python scalar as one element of `dtype`'s device storage."""
+        storage = self.storage_of(dtype)
+        if dtype is dt.bool_:
+            return np.array([bool(value)], storage)
+        if not dtype.is_float:
+            v = int(value)
+            if not _I32.min <= v <= _I32.max:
+                raise DTypeError(f"{op}: the {dtype.name} scalar {v} does not fit on "
+                                 f"{self.device}, which computes {dtype.name} in 32 bits")
+            return np.array([v], storage)
+        with np.errstate(over="ignore"):
+            return np.array([value], storage)
+
+    def elementwise(self, key: tuple, expr: str, inputs: list, types: list, out_dtype: DType,
+                    shape: tuple) -> CubeTensor:
+        """Launch the generated elementwise kernel `expr` (over the compute values v0, v1, ...
+        of `types`) over `inputs` (CubeTensors or scalars already as one-element storage
+        arrays) broadcast to `shape`; `key[0]` names the op (and with `key[1]` the kernel)."""
+        name = key[0] if len(key) < 3 or key[0] == "cast" else f"{key[0]}_{key[1]}"
+        kernel = self.renderer.elementwise_kernel(name, tuple(types),
+                                                  self.renderer.type_of(out_dtype), expr)
+        return self._elementwise(key[0], kernel, inputs, out_dtype, shape)
+
+    def _elementwise(self, op: str, kernel, inputs: list, out_dtype: DType,
+                     shape: tuple) -> CubeTensor:
+        out = self.alloc(op, shape, out_dtype)
+        n = out.num_elements
+        if n == 0:
+            return out
+        strides = [[0] * len(shape) if isinstance(x, np.ndarray) else
+                   broadcast_strides(x, shape) for x in inputs]
+        cshape, cstrides = coalesce(shape, strides)
+        dense = contiguous_strides(tuple(cshape))
+        head, tails, strided = [], [], 0
+        for x, st in zip(inputs, cstrides):
+            offset = 0 if isinstance(x, np.ndarray) else x.offset
+            if isinstance(x, np.ndarray) or all(s == 0 for s in st):
+                head += [offset, 0]
+                tails.append([0] * len(cshape))
+            elif list(st) == list(dense):
+                head += [offset, 1]
+                tails.append([0] * len(cshape))
+            else:
+                head += [offset, 0]
+                tails.append(st)
+                strided = 1
+        info = info_words([n, len(cshape), strided, *head, *cshape,
+                           *(v for t in tails for v in t)])
+        self.client.launch(kernel, self.groups_for(n), [*inputs, out, info])
+        return out
+
+    def unary(self, op: UnaryOp, x: CubeTensor) -> CubeTensor:
+        return self._elementwise("unary", self.renderer.unary_kernel(op, x.dtype), [x],
+                                 x.dtype, x.shape)
+
+    def _operands(self, op: str, values: list, dtype: DType):
+        """Tensors stay, scalars become one-element storage arrays; plus the broadcast shape."""
+        shapes = [v.shape for v in values if isinstance(v, CubeTensor)]
+        shape = sh.broadcast(op, *shapes) if len(shapes) > 1 else shapes[0]
+        ops = [v if isinstance(v, CubeTensor) else self._scalar_bits(op, v, dtype)
+               for v in values]
+        return ops, tuple(shape)
+
+    def binary(self, op: BinaryOp, lhs, rhs) -> CubeTensor:
+        dtype = lhs.dtype if isinstance(lhs, CubeTensor) else rhs.dtype
+        kernel = self.renderer.binary_kernel(op, dtype)
+        ops, shape = self._operands(op.value, [lhs, rhs], dtype)
+        return self._elementwise("binary", kernel, ops, binary_out_dtype(op, dtype), shape)
+
+    def where(self, cond: CubeTensor, lhs, rhs) -> CubeTensor:
+        dtype = lhs.dtype if isinstance(lhs, CubeTensor) else \
+            rhs.dtype if isinstance(rhs, CubeTensor) else None
+        if dtype is None:
+            raise DTypeError("where: expected lhs or rhs to be a tensor")
+        kernel = self.renderer.where_kernel(dtype)
+        ops, shape = self._operands("where", [cond, lhs, rhs], dtype)
+        return self._elementwise("where", kernel, ops, dtype, shape)
+
+    def cast(self, x: CubeTensor, dtype: DType) -> CubeTensor:
+        if dtype is x.dtype:
+            return x
+        self.check_dtype("cast", dtype)
+        src, dst = self.renderer.type_of(x.dtype), self.renderer.type_of(dtype)
+        if src == dst:  # the same storage and compute (int32 <-> int64 in WGSL): a view
+            return CubeTensor(x.client, x.device, x.shape, x.strides, x.handle, dtype, x.offset)
+        return self._elementwise("cast", self.renderer.cast_kernel(x.dtype, dtype), [x], dtype,
+                                 x.shape)
+
+    # ------------------------------------------------------------------ fused blocks
+    def _scalar_word(self, value, dtype: DType) -> int:
+        """A block scalar as the u32 bits of its compute value (f16 scalars are rounded to
+        f16, then computed in f32)."""
+        if dtype is dt.float32:
+            try:
+                return _F32_BITS.unpack(_F32.pack(value))[0]
+            except OverflowError:
+                value = math.copysign(math.inf, value)
+                return _F32_BITS.unpack(_F32.pack(value))[0]
+        if dtype is dt.bool_:
+            return int(bool(value))
+        if not dtype.is_float:
+            return int(self._scalar_bits("fused", value, dtype).view(np.uint32)[0])
+        with np.errstate(over="ignore"):
+            v = np.float32(np.float16(value))
+        return int(np.array([v], np.float32).view(np.uint32)[0])
+
+    @_replay.replayable()
+    def run_fused(self, block, inputs: Sequence, scalars: Sequence) -> list:
+        """One generated kernel per fused elementwise block (split when it would bind more
+        storage buffers than the device allows)."""
+        if any(x is None for x in inputs):
+            return run_generic(self, block, inputs, scalars)
+        limit = self.client.limits.max_storage_buffers
+        if len(block.inputs) + len(block.outputs) + 1 > limit:
+            return self._run_split(block, inputs, scalars, limit)
+        outs = [self.alloc("fused", block.shape, block.instrs[v].dtype) for v in block.outputs]
+        n = outs[0].num_elements if outs else 0
+        if n == 0:
+            return outs
+        words = [self._scalar_word(v, d) for v, d in zip(scalars, block.scalars)]
+        shape = tuple(block.shape)
+        strides = [broadcast_strides(x, shape) for x in inputs]
+        cshape, cstrides = coalesce(shape, strides)
+        dense = list(contiguous_strides(tuple(cshape)))
+        splat = tuple(all(s == 0 for s in st) for st in cstrides)
+        linear = tuple(list(st) == dense for st in cstrides)
+        vec4 = n % 4 == 0 and self.renderer.can_vectorize(block) and all(
+            s or (lin and x.offset % 4 == 0) for x, s, lin in zip(inputs, splat, linear))
+        if vec4:
+            n4 = n // 4
+            info = info_words([n4, *(x.offset for x in inputs), *words])
+            self.client.launch(self.renderer.fused_kernel(block, True, splat),
+                               self.groups_for(n4, FUSED_VEC_PER_THREAD * FUSED_VEC_WG),
+                               [*inputs, *outs, info])
+            return outs
+        head, tails, strided = [], [], 0
+        for x, st, s, lin in zip(inputs, cstrides, splat, linear):
+            head += [x.offset, int(lin and not s)]
+            if s or lin:
+                tails.append([0] * len(cshape))
+            else:
+                tails.append(st)
+                strided = 1
+        info = info_words([n, len(cshape), strided, *head, *words, *cshape,
+                           *(v for t in tails for v in t)])
+        self.client.launch(self.renderer.fused_kernel(block), self.groups_for(n),
+                           [*inputs, *outs, info])
+        return outs
+
+    def _run_split(self, block, inputs, scalars, limit: int) -> list:
+        values: dict = {}
+        for sub, ext, outs in split_block(block, limit):
+            got = self.run_fused(sub, [inputs[r.index] if r.kind == "in" else values[r.index]
+                                       for r in ext], scalars)
+            values.update(zip(outs, got))
+        return [values[v] for v in block.outputs]
 
     # ------------------------------------------------------------------ movement (views)
     def _view(self, x: CubeTensor, shape, strides, offset) -> CubeTensor:

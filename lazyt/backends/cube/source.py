@@ -121,7 +121,8 @@ def _sha256(text: str) -> str:
 @dataclass(frozen=True)
 class KernelId:
     """The cache key of a compiled kernel: name, language, sha256 of the completed source and the
-    launch settings compiled into it (workgroup size), so an edited kernel gets a new id."""
+    settings compiled into it (the entry point, the workgroup size), so an edited kernel gets a
+    new id and two entry points of one source get two."""
 
     name: str
     lang: str
@@ -153,7 +154,7 @@ class KernelSource:
         raise NotImplementedError
 
     def id(self) -> KernelId:
-        return KernelId.of(self.name, self.lang(), self.source().complete())
+        return KernelId.of(self.name, self.lang(), self.source().complete(), entry=self.entry)
 
     @property
     def langs(self) -> tuple[str, ...]:
@@ -170,13 +171,18 @@ class KernelSource:
 
 
 class TextKernelSource(KernelSource):
-    """A kernel whose text is held in Python (generated kernels, tests)."""
+    """A complete kernel whose text is held in Python (generated kernels, tests). `cube_dim` is
+    the workgroup size its text declares, where the caller knows it (a runtime that sets the
+    block size at launch, as CUDA does, needs it); it is part of the id."""
 
-    def __init__(self, name: str, lang: str, text: str, entry: str | None = None):
+    def __init__(self, name: str, lang: str, text: str, entry: str | None = None,
+                 cube_dim: CubeDim | None = None):
         self.name = name
         self._lang = _check_lang(lang, f"kernel {name!r}")
         self.text = text
         self.entry = entry or DEFAULT_ENTRY[lang]
+        self.cube_dim = cube_dim
+        self._id: KernelId | None = None
 
     def source(self) -> SourceTemplate:
         return SourceTemplate(self.text, self.name, f"{self._lang} text")
@@ -184,8 +190,18 @@ class TextKernelSource(KernelSource):
     def lang(self) -> str:
         return self._lang
 
+    def complete(self) -> str:
+        """The text the runtime compiles."""
+        return self.text
+
     def id(self) -> KernelId:
-        return KernelId.of(self.name, self._lang, self.text)
+        """The id of the text, entry and workgroup size (computed once)."""
+        if self._id is None:
+            settings = {"entry": self.entry}
+            if self.cube_dim is not None:
+                settings["cube_dim"] = (self.cube_dim.x, self.cube_dim.y, self.cube_dim.z)
+            self._id = KernelId.of(self.name, self._lang, self.text, **settings)
+        return self._id
 
     def __repr__(self) -> str:
         return f"TextKernelSource({self.name!r}, {self._lang!r})"
@@ -223,7 +239,7 @@ class FileKernelSource(KernelSource):
 
     def id(self) -> KernelId:
         """The id of the raw text (placeholders unfilled); `SourceKernel` ids the filled one."""
-        return KernelId.of(self.name, self._lang, self.read())
+        return KernelId.of(self.name, self._lang, self.read(), entry=self.entry)
 
     def __repr__(self) -> str:
         return f"FileKernelSource({self.name!r}, {self._lang!r}, {str(self.path)!r})"
@@ -480,7 +496,8 @@ class SourceKernel(KernelSource):
         text = self.source().complete()
         if self.dtype is not None:
             text = with_elem_prelude(text, self.dtype, self.lang())
-        settings = {"cube_dim": (self.cube_dim.x, self.cube_dim.y, self.cube_dim.z)}
+        settings = {"cube_dim": (self.cube_dim.x, self.cube_dim.y, self.cube_dim.z),
+                    "entry": inner.entry}
         self._done = (text, KernelId.of(self.name, self.lang(), text, **settings))
         self._done_raw = raw
         return self._done
@@ -488,6 +505,18 @@ class SourceKernel(KernelSource):
     def __repr__(self) -> str:
         dtype = f", dtype={self.dtype!r}" if self.dtype is not None else ""
         return f"SourceKernel({self.inner!r}, cube_dim={self.cube_dim}{dtype})"
+
+
+@lru_cache(maxsize=1024)
+def filled_kernel(directory: Path, file: str, lang: str, entry: str | None = None,
+                  workgroup_size: int = 1, values: tuple = ()) -> TextKernelSource:
+    """The kernel file `directory / file` filled for one configuration (`values`: sorted
+    (placeholder, value) pairs) as a complete `TextKernelSource`, with the id `SourceKernel`
+    gives it. A plain memo: each configuration's file is read and filled once per process."""
+    source = FileKernelSource(Path(file).stem, lang, Path(directory) / file, entry)
+    cube_dim = CubeDim(workgroup_size)
+    text = SourceKernel(source, cube_dim, values=dict(values)).complete()
+    return TextKernelSource(source.name, lang, text, source.entry, cube_dim)
 
 
 # ---------------------------------------------------------------------------------- info buffer
@@ -526,5 +555,6 @@ def build_info(tensors: Sequence[Any]) -> np.ndarray:
 __all__ = [
     "LANGS", "DEFAULT_ENTRY", "MAX_CUBES_PER_DIM", "SourceTemplate", "KernelId", "KernelSource",
     "TextKernelSource", "FileKernelSource", "KernelSources", "kernel_source", "elem_name",
-    "elem_storage", "with_elem_prelude", "CubeDim", "CubeCount", "SourceKernel", "build_info",
+    "elem_storage", "with_elem_prelude", "CubeDim", "CubeCount", "SourceKernel", "filled_kernel",
+    "build_info",
 ]

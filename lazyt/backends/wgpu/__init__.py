@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 
 from .backend import WgpuBackend
-from .client import ComputeClient
+from .client import WgpuClient
 from .runtime import get_adapter, list_adapter_infos, request_device
 
 _LOCK = threading.Lock()
@@ -20,7 +20,7 @@ def create_backend(index: int = 0) -> WgpuBackend:
         if backend is None:
             adapter = get_adapter(index)
             info = list_adapter_infos()[index]
-            client = ComputeClient(request_device(adapter), f"wgpu:{index}",
+            client = WgpuClient(request_device(adapter), f"wgpu:{index}",
                                    f"{info.name} ({info.backend}, {info.kind})")
             backend = _BACKENDS[index] = WgpuBackend(client, f"wgpu:{index}", info.kind)
         return backend
@@ -31,4 +31,7 @@ def list_devices() -> list[str]:
     return [str(info) for info in list_adapter_infos()]
 
 
-__all__ = ["ComputeClient", "WgpuBackend", "create_backend", "list_devices"]
+#: The wgpu implementation of the Cube family's `ComputeClient` (lazyt.backends.cube.client).
+ComputeClient = WgpuClient
+
+__all__ = ["ComputeClient", "WgpuBackend", "WgpuClient", "create_backend", "list_devices"]

@@ -1,27 +1,26 @@
-"""The wgpu `ComputeClient`: buffers, compiled kernels and batched launches on one device.
+"""WgpuClient: the wgpu implementation of the Cube `ComputeClient` (buffers, pipelines and
+batched launches on one device).
 
 Launches are recorded into one open command encoder (one compute pass) and submitted together
 when a read, `sync()`, or a batch limit needs it: no round trip per op. Small per-launch data
 (layout words, scalars) goes into one arena buffer per batch, written once before the submit and
-bound at offsets that respect the device's offset alignment. Compiled pipelines are cached by
-`KernelId`, whose hash covers the completed source, so an edited kernel never runs stale code.
+bound at offsets that respect the device's offset alignment. Compiled pipelines live in the
+client's kernel cache (keyed by `KernelId`, see `lazyt/backends/cube/client.py` for every cache).
 """
 from __future__ import annotations
 
-import functools
 import re
-import sys
-import threading
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 import numpy as np
 
-from ...config import debug_level
-from ...errors import (DeviceError, IndexOutOfRangeError, KernelCompileError, LazytError,
-                       ShapeError)
+from ...errors import DeviceError, KernelCompileError, LazytError, ShapeError
+from ..cube import client as cube
+from ..cube.client import ERROR_SLOTS, CubeLimits, locked
 from ..cube.source import CubeCount, KernelId, KernelSource
 from .pool import BufferPool, Handle
+from .renderer import WGSL
 
 #: Launches recorded before a batch is submitted even without a read.
 MAX_BATCH = 256
@@ -33,8 +32,6 @@ MAX_BATCH = 256
 MAX_BATCH_BYTES = 1 << 28
 #: Bind groups kept for reuse (least recently used dropped first).
 MAX_BIND_GROUPS = 4096
-#: Error slots (index range checks) one batch may use before it is checked.
-ERROR_SLOTS = 256
 
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _DECL = re.compile(r"((?:@\s*\w+\s*\(\s*\d+\s*\)\s*)+)var\s*<\s*(storage|uniform)\s*"
@@ -75,13 +72,11 @@ class Pipeline:
 
 
 @dataclass(frozen=True)
-class Limits:
+class Limits(CubeLimits):
     """The device limits lazyt uses (bytes, counts)."""
 
     max_buffer_size: int
     max_storage_binding_size: int
-    max_storage_buffers: int
-    max_workgroups_per_dim: int
     max_workgroup_storage: int
     max_invocations: int
     storage_offset_alignment: int
@@ -107,39 +102,28 @@ class Limits:
         )
 
 
-def _locked(method):
-    """Run a client method under the client's lock: threads share one command encoder."""
-    @functools.wraps(method)
-    def wrapper(self, *args, **kwargs):
-        with self._lock:
-            return method(self, *args, **kwargs)
-    return wrapper
-
-
-class ComputeClient:
-    """The Cube runtime interface on one wgpu device: `empty`, `create_from_slice`, `launch`,
-    `read`, plus `flush`/`sync`. `lang` is "wgsl". Thread-safe (one lock per client)."""
+class WgpuClient(cube.ComputeClient):
+    """The Cube `ComputeClient` on one wgpu device; kernels are WGSL, compiled to `Pipeline`s."""
 
     lang = "wgsl"
+    runtime = "wgpu"
+    renderer = WGSL
+    compiled_type = Pipeline
 
     def __init__(self, device, name: str, description: str = ""):
         import wgpu
+        super().__init__(name, description)
         self._wgpu = wgpu
-        self._lock = threading.RLock()
         self.device = device
-        self.name = name                      # "wgpu:0"
-        self.description = description        # "llvmpipe (Vulkan, CPU)"
         self.limits = Limits.of(device.limits)
         self.features = frozenset(device.features)
         self.has_f16 = "shader-f16" in self.features
-        self.backend = None                   # set by the backend that owns this client
         usage = wgpu.BufferUsage
         self._storage_usage = usage.STORAGE | usage.COPY_SRC | usage.COPY_DST
         # The largest buffer a kernel can bind whole.
         self.max_binding = min(self.limits.max_storage_binding_size,
                                self.limits.max_buffer_size) // 4 * 4
         self.pool = BufferPool(self._create_buffer, self.max_binding, self._forget)
-        self._pipelines: dict[tuple[KernelId, str], Pipeline] = {}
         self._layouts: dict[tuple, Any] = {}
         self._groups: dict[tuple, tuple] = {}
         self._groups_of: dict[int, set] = {}     # id(buffer) -> keys of cached bind groups
@@ -157,11 +141,8 @@ class ComputeClient:
         self._arena = self._new_arena(self._arena_cap)
         # index range checks: (flag, value) u32 pairs, one pair per checking launch
         self._errors = device.create_buffer(size=ERROR_SLOTS * 8, usage=self._storage_usage)
-        self._error_msgs: list[Callable[[int], str]] = []
         self._staging = None
         self._timer: DeviceTimer | None = None
-        # per thread, while a backend op is being recorded for replay (replay.py): its Tape
-        self.taping = threading.local()
 
     # ------------------------------------------------------------------ buffers
     def _create_buffer(self, size: int):
@@ -180,25 +161,16 @@ class ComputeClient:
                 f"(max_storage_buffer_binding_size {self.limits.max_storage_binding_size}, "
                 f"max_buffer_size {self.limits.max_buffer_size})")
 
-    @_locked
+    @locked
     def empty(self, nbytes: int) -> Handle:
         """An uninitialized buffer of at least `nbytes` (from the pool when one fits)."""
         nbytes = int(nbytes)
         self.check_size(nbytes)
         handle = self.pool.acquire(nbytes)
-        tape = getattr(self.taping, "tape", None)
-        if tape is not None:
-            tape.allocs.append(handle)
+        self._taped_alloc(handle)
         return handle
 
-    def _untaped(self) -> None:
-        """Something a replay would not redo (an upload, a read, a range check) happened
-        while an op is being recorded: that op is not replayed."""
-        tape = getattr(self.taping, "tape", None)
-        if tape is not None:
-            tape.ok = False
-
-    @_locked
+    @locked
     def create_from_slice(self, data) -> Handle:
         """A buffer holding `data` (bytes or a contiguous numpy array)."""
         self._untaped()
@@ -216,7 +188,7 @@ class ComputeClient:
             self.device.queue.write_buffer(handle.buffer, 0, view)
         return handle
 
-    @_locked
+    @locked
     def read(self, handle, nbytes: int | None = None, offset: int = 0) -> bytes:
         """The bytes of `handle` (after everything recorded so far has run)."""
         self._untaped()
@@ -259,54 +231,15 @@ class ComputeClient:
         return self._staging
 
     # ------------------------------------------------------------------ index range checks
-    @_locked
-    def error_slot(self, message: Callable[[int], str]) -> int:
-        """A slot for one launch's range check; `message(bad_value)` explains a failure. The
-        check is read with the next `read`/`sync` and raised as `IndexOutOfRangeError` there."""
-        self._untaped()
-        if len(self._error_msgs) >= ERROR_SLOTS:
-            self.sync()
-        self._error_msgs.append(message)
-        return len(self._error_msgs) - 1
-
     @property
     def errors_binding(self):
         return self._errors
 
-    def _raise_errors(self, words: np.ndarray) -> None:
-        msgs = self._error_msgs
-        self._error_msgs = []
-        self.device.queue.write_buffer(self._errors, 0, np.zeros(len(msgs) * 2, np.uint32))
-        bad = [(msgs[i], int(words[2 * i + 1].view(np.int32)))
-               for i in range(len(msgs)) if words[2 * i]]
-        if bad:
-            msg, value = bad[0]
-            more = f" ({len(bad) - 1} more failed checks since the last read)" if len(bad) > 1 \
-                else ""
-            raise IndexOutOfRangeError(msg(value) + more)
+    def _reset_errors(self, n: int) -> None:
+        self.device.queue.write_buffer(self._errors, 0, np.zeros(n * 2, np.uint32))
 
     # ------------------------------------------------------------------ kernels
-    @_locked
-    def compile(self, kernel: KernelSource | Pipeline) -> Pipeline:
-        """The cached pipeline of `kernel`, compiling it on first use. A source in another
-        language raises `KernelLanguageError`; WGSL errors raise `KernelCompileError`."""
-        if isinstance(kernel, Pipeline):
-            return kernel
-        source = kernel.for_lang(self.lang)
-        kid = source.id()
-        # one module may hold several entry points: the entry is part of the key
-        key = (kid, source.entry)
-        pipeline = self._pipelines.get(key)
-        if pipeline is None:
-            complete = getattr(source, "complete", None)
-            text = complete() if complete is not None else source.source().complete()
-            pipeline = self._build(source.name, kid, text, source.entry)
-            self._pipelines[key] = pipeline
-        return pipeline
-
     def _build(self, name: str, kid: KernelId, text: str, entry: str) -> Pipeline:
-        if debug_level() >= 2:
-            print(f"// ---- lazyt wgpu kernel {kid} entry {entry}\n{text}", file=sys.stderr)
         wgpu = self._wgpu
         try:
             module = self.device.create_shader_module(label=name, code=text)
@@ -339,11 +272,7 @@ class ComputeClient:
                                      f"compute pipeline on {self.name}:\n{_message(e)}") from None
         return Pipeline(name, kid, pipeline, layout[0], kinds, dynamic)
 
-    @property
-    def num_pipelines(self) -> int:
-        return len(self._pipelines)
-
-    @_locked
+    @locked
     def launch(self, kernel: KernelSource | Pipeline, cube_count: CubeCount,
                bindings: Sequence[Any]) -> None:
         """Record one dispatch of `kernel` over `cube_count` workgroups. Each binding is a
@@ -361,11 +290,7 @@ class ComputeClient:
         if len(bindings) != len(p.kinds):
             raise LazytError(f"launch of {p.name!r}: the kernel declares {len(p.kinds)} "
                              f"bindings ({', '.join(p.kinds)}), got {len(bindings)}")
-        tape = getattr(self.taping, "tape", None)
-        if tape is not None:  # host data as bytes now: the caller may reuse its arrays
-            tape.launches.append((p, cube_count, [
-                np.ascontiguousarray(b).tobytes() if isinstance(b, np.ndarray) else b
-                for b in bindings]))
+        self._taped_launch(p, cube_count, bindings)
         if cube_count.total == 0:
             return
         key = [id(p.bind_layout)]
@@ -498,7 +423,7 @@ class ComputeClient:
         self._pending = 0
         self._pending_bytes = 0
 
-    @_locked
+    @locked
     def flush(self) -> None:
         """Submit everything recorded (without waiting for it)."""
         if self._encoder is None:
@@ -518,7 +443,7 @@ class ComputeClient:
         self.submits += 1
         self.pool.settle()
 
-    @_locked
+    @locked
     def sync(self) -> None:
         """Submit, wait until the device has run everything, and raise pending index range
         errors. (Waiting = mapping a copy made after all submitted work: one queue runs its
@@ -528,11 +453,11 @@ class ComputeClient:
 
 class DeviceTimer:
     """GPU timestamps around every compute pass recorded while it is open (see
-    `ComputeClient.device_timer`)."""
+    `WgpuClient.device_timer`)."""
 
     CAPACITY = 4096
 
-    def __init__(self, client: ComputeClient):
+    def __init__(self, client: WgpuClient):
         self.client = client
         self.seconds = 0.0
         self.passes = 0

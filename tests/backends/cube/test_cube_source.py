@@ -302,7 +302,7 @@ def test_build_info_errors():
 def test_file_kernel_source_repr_and_id(tmp_path):
     path = _write(tmp_path / "k.cu", "{{ elem }}")
     src = FileKernelSource("k", "cuda", path)
-    assert src.id() == KernelId.of("k", "cuda", "{{ elem }}")
+    assert src.id() == KernelId.of("k", "cuda", "{{ elem }}", entry="kernel")
     assert "k.cu" in repr(src)
     os.remove(path)
     with pytest.raises(LazytError, match="k.cu"):

@@ -10,6 +10,7 @@ import pytest
 
 import lazyt
 import lazyt.dtype as dt
+from lazyt.backends.cube.launch import split_block
 from lazyt.backends.fused import FusedBlock, FusedInstr, Ref, run_generic
 from lazyt.backends.numpy import NumpyBackend
 from lazyt.ops import BinaryOp, UnaryOp
@@ -52,8 +53,8 @@ def test_fused_block_matches_op_by_op(backend, up, down, close, rng, dtype, layo
     want = reference(block, [a, b], scalars)
     for g, w in zip(got, want):
         close(down(g), w)
-    form = ("vec4", (False, False)) if layout == "vec4" else ("strided",)
-    assert ("wgpu-fused", backend.device, *form) in block.cache
+    form = (True, (False, False)) if layout == "vec4" else ()
+    assert backend.client.has_kernel(backend.renderer.fused_kernel(block, *form))
 
 
 def test_fused_splat_input_and_bool_and_cast(backend, up, down, close, rng):
@@ -77,7 +78,7 @@ def test_fused_splat_input_and_bool_and_cast(backend, up, down, close, rng):
     want = reference(block, [x, c], scalars)
     for g, w in zip(got, want):
         close(down(g), w)
-    assert ("wgpu-fused", backend.device, "vec4", (False, True)) in block.cache
+    assert backend.client.has_kernel(backend.renderer.fused_kernel(block, True, (False, True)))
 
 
 def test_fused_block_is_split_when_it_needs_too_many_bindings(backend, up, down, close, rng):
@@ -97,9 +98,10 @@ def test_fused_block_is_split_when_it_needs_too_many_bindings(backend, up, down,
         got = backend.run_fused(block, [up(x) for x in xs], [0.5])
     finally:
         client.limits = saved
-    parts = block.cache[("wgpu-split", 4)]
+    parts = split_block(block, 4)
     assert len(parts) > 1
     assert all(len(sub.inputs) + len(sub.outputs) + 1 <= 4 for sub, _, _ in parts)
+    assert all(backend.client.has_kernel(backend.renderer.fused_kernel(sub)) for sub, _, _ in parts)
     for g, w in zip(got, reference(block, xs, [0.5])):
         close(down(g), w)
 

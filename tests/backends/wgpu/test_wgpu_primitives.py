@@ -8,7 +8,7 @@ import pytest
 import lazyt
 import lazyt.dtype as dt
 from lazyt.backends.numpy import NumpyBackend
-from lazyt.backends.wgpu import codegen as cg
+from lazyt.backends.wgpu.renderer import WGSL
 from lazyt.errors import DTypeError, IndexOutOfRangeError, ShapeError
 from lazyt.ops import BinaryOp, ReduceOp, UnaryOp
 
@@ -39,7 +39,7 @@ def ref_unary(op, a):
 
 
 UNARY_CASES = [(op, d) for op in UnaryOp for d in (F32, F16, I32, I64, B)
-               if KIND[d] in cg.UNARY[op]]
+               if KIND[d] in WGSL.unary_table[op]]
 
 
 @pytest.mark.parametrize("op, dtype", UNARY_CASES, ids=lambda v: getattr(v, "value", str(v)))
@@ -79,7 +79,7 @@ def binary_inputs(rng, op, dtype, sa, sb):
 
 
 BINARY_CASES = [(op, d) for op in BinaryOp for d in (F32, F16, I32, I64, B)
-                if KIND[d] in cg.BINARY[op] and not (d != F32 and op is BinaryOp.DIV
+                if KIND[d] in WGSL.binary_table[op] and not (d != F32 and op is BinaryOp.DIV
                                                      and KIND[d] != "float")]
 
 

@@ -1,4 +1,4 @@
-"""Replayed ops (lazyt/backends/wgpu/replay.py): the second call of a kernel op with the same
+"""Replayed ops (lazyt/backends/cube/replay.py): the second call of a kernel op with the same
 layouts re-issues the first call's launches on new buffers. Every test checks the values
 against numpy, and that a replay happened where it should and not where it must not."""
 from __future__ import annotations
@@ -191,7 +191,7 @@ def test_nan_scalars_keep_their_sign(replaying, up, down):
 
 def test_threads_evicting_each_others_recordings(replaying, up, down, monkeypatch):
     """With room for one recording, threads replaying different keys evict each other."""
-    from lazyt.backends.wgpu import replay
+    from lazyt.backends.cube import replay
     b = replaying
     monkeypatch.setattr(replay, "MAX_RECORDINGS", 1)
     xs = [np.arange(n, dtype=np.float32) for n in (5, 6, 7, 9)]

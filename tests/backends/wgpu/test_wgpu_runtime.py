@@ -309,3 +309,27 @@ def test_private_runtime_dir_is_removed_when_the_process_exits():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          check=True).stdout.strip()
     assert "lazyt-xdg-" in out and not os.path.exists(out)
+
+
+def test_the_wgpu_client_implements_the_cube_protocol(backend):
+    from lazyt.backends import wgpu
+    from lazyt.backends.cube import ComputeClient
+    assert wgpu.ComputeClient is wgpu.WgpuClient
+    assert issubclass(wgpu.WgpuClient, ComputeClient) and not wgpu.WgpuClient.__abstractmethods__
+    assert isinstance(backend.client, ComputeClient) and backend.renderer is backend.client.renderer
+    assert backend.client.lang == backend.renderer.lang == "wgsl"
+    handle = backend.client.empty(16)
+    assert handle.nbytes >= 16 and handle.buffer is not None
+
+
+def test_one_kernel_cache_per_client_keyed_by_kernel_id(backend, up):
+    """A launch resolves its kernel in the client's cache by `KernelId`; generated sources are
+    memoized, so running an op again neither renders nor compiles anything."""
+    from lazyt.backends.cube import KernelId
+    x = up(np.arange(8, dtype=np.float32))
+    backend.unary(UnaryOp.SIN, x)
+    kernels = dict(backend.client._kernels)
+    assert all(isinstance(k, KernelId) for k in kernels)
+    backend.unary(UnaryOp.SIN, x)
+    assert dict(backend.client._kernels) == kernels
+    assert backend.client.has_kernel(backend.renderer.unary_kernel(UnaryOp.SIN, dt.float32))

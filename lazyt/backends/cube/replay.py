@@ -1,6 +1,6 @@
 """Replaying a backend op's launches: the host work of a kernel op without its Python logic.
 
-A wgpu op (a fused block, a matmul, attention, ...) turns its input layouts into buffers to
+A Cube op (a fused block, a matmul, attention, ...) turns its input layouts into buffers to
 allocate and launches to record: which kernel, how many workgroups, which buffers and info
 words. That is a pure function of the layouts (shapes, strides, offsets, dtypes, which inputs
 share a buffer) and of the op's other arguments. The first call with a given key runs the op
@@ -9,8 +9,9 @@ same key allocate the same sizes and re-issue the same launches on their own buf
 BERT forward this is most of the host time spent between the recorded ops and the device.
 
 An op whose recording touched anything else (an upload, a read, an index range check) is
-never replayed. Replay can be turned off per backend (`backend.replay = False`) or with
-`LAZYT_WGPU_REPLAY=0`.
+never replayed. Replay can be turned off per backend (`backend.replay = False`) or by the
+backend's default (`replay_default()`; wgpu reads `LAZYT_WGPU_REPLAY`). It needs of a client
+only `empty`, `launch` and the recording hooks of `ComputeClient` (`taping`).
 """
 from __future__ import annotations
 
@@ -21,8 +22,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ...config import wgpu_replay
-from ..cube.tensor import CubeTensor
+from .tensor import CubeTensor
 
 #: Recordings kept per backend (least recently used dropped first).
 MAX_RECORDINGS = 2048
@@ -140,7 +140,8 @@ def replayable(extra=None):
             client = self.client
             taping = client.taping
             on = self.replay
-            if not (wgpu_replay() if on is None else on) or getattr(taping, "tape", None) is not None or kwargs:
+            if not (self.replay_default() if on is None else on) \
+                    or getattr(taping, "tape", None) is not None or kwargs:
                 # off, inside a recorded op (runs plainly), or keywords: not keyed
                 return method(self, *args, **kwargs)
             tensors: list = []
