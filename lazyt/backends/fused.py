@@ -61,7 +61,8 @@ class FusedBlock:
     - `instrs`: the SSA program; `outputs`: the instruction values written out, in order.
     - `inplace`: (output k, input j) pairs: input j is dead after this block and owned by the
       runtime, so output k may be written into its buffer (same shape and dtype).
-    - `cache`: per-backend compiled artifacts (a backend stores its kernel/program here).
+    - `cache`: per-backend artifacts of the block (numpy keeps its compiled program here; the
+      Cube renderers memoize their sources by block instead).
     """
 
     shape: tuple

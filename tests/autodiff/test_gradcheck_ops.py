@@ -104,6 +104,8 @@ CASES = [
     ("var_keepdim_biased", lambda a: a.var(0, keepdim=True, correction=0), [inp((3, 5))]),
     ("var_all", lambda a: a.var(), [inp((3, 5))]),
     ("std", lambda a: a.std(-1), [inp((3, 5))]),
+    ("cumsum", lambda a: a.cumsum(1) * a, [inp((3, 4))]),
+    ("cumsum_dim0_3d", lambda a: a.cumsum(0), [inp((4, 2, 3))]),
     # ---- named helpers (through the primitives)
     ("softmax", lambda a: a.softmax(-1), [inp((3, 5))]),
     ("softmax_dim0", lambda a: a.softmax(0), [inp((3, 5))]),

@@ -366,7 +366,7 @@ class CubeBackend(Backend):
     def slice(self, x: CubeTensor, slices: tuple) -> CubeTensor:
         shape, strides, offset = [], [], x.offset
         for (start, stop, step), stride in zip(slices, x.strides):
-            n = len(range(start, stop, step))
+            n = sh.slice_len(start, stop, step)
             shape.append(n)
             strides.append(stride * step)
             if n:

@@ -231,10 +231,45 @@ class WgpuBackend(CubeBackend):
         p = self._template("rows.wgsl", {"lanes": lanes}, entry, wg=ROW_WG)
         self.client.launch(p, self.groups(-(-rows // (ROW_WG // lanes))), [*buffers, info])
 
-    # ------------------------------------------------------------------ matmul
-    #: `linear` adds its bias in the matmul kernel (the Fusion layer records it in the op).
-    linear_bias_in_kernel = True
+    # ------------------------------------------------------------------ scans
+    #: Rows at most this long are scanned by one invocation each, longer ones by a workgroup.
+    SCAN_LINE_MAX = 64
 
+    def cumsum(self, x: CubeTensor, dim: int) -> CubeTensor:
+        """Running sums along `dim` (scan.wgsl): rows along the last dim of a contiguous
+        tensor; another dim is moved last first (a copy) and the result viewed back."""
+        nd = x.ndim
+        if dim != nd - 1:
+            axes = tuple(d for d in range(nd) if d != dim) + (dim,)
+            inverse = tuple(axes.index(d) for d in range(nd))
+            return self.permute(self.cumsum(self.contiguous(self.permute(x, axes)), nd - 1),
+                                inverse)
+        x = self.contiguous(x)
+        out = self.alloc("cumsum", x.shape, x.dtype)
+        n = x.shape[-1] if nd else 1
+        if out.num_elements == 0:
+            return out
+        rows = out.num_elements // n
+        t = self.renderer.type_of(x.dtype)
+        r = self.renderer
+
+        def store(v: str) -> str:
+            return f"min({v}, 1u)" if t.kind == "bool" else r.store(t, v)
+
+        values = {"enable": "enable f16;" if t.storage == "f16" else "", "elem": t.storage,
+                  "acc": t.compute, "load": r.load(t, "x[base + i]"),
+                  "store_acc": store("acc"),
+                  **{f"store{k}": store(f"(before + v{k})") for k in range(4)}}
+        info = np.array([rows, n, x.offset, 0], np.uint32)
+        if n <= self.SCAN_LINE_MAX:
+            p = self._template("scan.wgsl", values, "scan_lines", wg=WG)
+            self.client.launch(p, self.groups_for(rows), [x, out, info])
+        else:
+            p = self._template("scan.wgsl", values, "scan_rows", wg=WG)
+            self.client.launch(p, self.groups(rows), [x, out, info])
+        return out
+
+    # ------------------------------------------------------------------ matmul
     def linear(self, x: CubeTensor, weight: CubeTensor, bias=None) -> CubeTensor:
         """`x @ weight^T (+ bias)`: one matmul with a transposed view of the weight, the bias
         added as the output is stored."""
