@@ -379,43 +379,65 @@ def _composite(F: "Fusion", op: ops.OpDef, args: tuple):
     method = kernel_of(F.inner, op)
     if method is None:
         return op.decompose(F, *args)
-    layout = []
-    tensors, values = [], []
-    for p, a in zip(op.params, args):
-        if p.kind.is_tensor:
+    layout, tensors, values, statics = [], [], [], []
+    for kind, a in zip(_kinds(op), args):
+        if kind == "t":
             if a is None:
                 layout.append("n")
                 continue
             if type(a) is not FT:
                 return op.decompose(F, *args)
-            layout.append("t")
             tensors.append(a)
         else:
-            layout.append("v")
             values.append(a)
+            if kind == "s":
+                statics.append(a)
+        layout.append(kind)
     when = kernel_when(method)
     if when is not None and not when(*args):
         return op.decompose(F, *args)
-    layout = tuple(layout)
-    key = (op.name, layout)
-    fn = F._composite_fns.get(key)
-    if fn is None:  # made once per layout: a custom op's function is part of the plan key
-        fn = F._composite_fns[key] = _kernel_call(F.inner, op, layout)
-    statics = [f"{p.name}={a!r}" for p, a in zip(op.params, args) if p.kind is ParamKind.STATIC]
-    name = f"{op.name}({', '.join(statics)})" if statics else op.name
-    return F.custom(name, fn, tensors, ((m.shape, m.dtype),), tuple(values),
+    key = (op, tuple(layout), tuple(statics))
+    made = F._composite_fns.get(key)
+    if made is None:  # made once per layout: a custom op's function is part of the plan key
+        made = F._composite_fns[key] = (_kernel_call(F.inner, op, key[1]),
+                                        _record_name(op, key[2]))
+    return F.custom(made[1], made[0], tensors, ((m.shape, m.dtype),), tuple(values),
                     location=user_location(2))[0]
 
 
-def _kernel_call(inner: Backend, op: ops.OpDef, layout: tuple) -> Callable:
-    run = getattr(inner, op.name)
-    n_t = layout.count("t")
+_KINDS: dict = {}
 
-    def call(*flat):
-        ts, vs = iter(flat[:n_t]), iter(flat[n_t:])
-        return run(*[next(ts) if k == "t" else None if k == "n" else next(vs) for k in layout])
-    call.__name__ = f"kernel_{op.name}"
-    return call
+
+def _kinds(op: ops.OpDef) -> tuple:
+    """Per parameter: "t" a tensor (or None), "s" structural, "v" a value."""
+    k = _KINDS.get(op)
+    if k is None:
+        k = _KINDS[op] = tuple("t" if p.kind.is_tensor else "s" if p.kind is ParamKind.STATIC
+                               else "v" for p in op.params)
+    return k
+
+
+def _record_name(op: ops.OpDef, statics: tuple) -> str:
+    """What reports call the recorded op: `softmax(dim=1)`, `layer_norm(n_dims=1)`."""
+    names = [p.name for p in op.params if p.kind is ParamKind.STATIC]
+    if not names:
+        return op.name
+    return f"{op.name}({', '.join(f'{n}={v!r}' for n, v in zip(names, statics))})"
+
+
+def _kernel_call(inner: Backend, op: ops.OpDef, layout: tuple) -> Callable:
+    """The drain-time function of a composite recorded as one kernel: its tensors, then its
+    other arguments, back in the op's parameter order (`layout`: "t" tensor, "n" absent
+    optional tensor, "s"/"v" argument)."""
+    ts = [f"_t{i}" for i in range(layout.count("t"))]
+    vs = [f"_v{i}" for i in range(sum(1 for k in layout if k in "sv"))]
+    it, iv, call = iter(ts), iter(vs), []
+    for k in layout:
+        call.append(next(it) if k == "t" else "None" if k == "n" else next(iv))
+    src = (f"def kernel_{op.name}({', '.join(ts + vs)}):\n"
+           f"    return _run({', '.join(call)})\n")
+    return ops.generate(f"kernel_{op.name}", src, {"_run": getattr(inner, op.name)},
+                        f"kernel_{op.name}")
 
 
 def _install(op: ops.OpDef) -> None:

@@ -27,10 +27,20 @@ def user_location(depth: int = 1) -> str | None:
     """"file:line" of the innermost caller outside the lazyt package and its generated code
     (where the user recorded the op)."""
     f = sys._getframe(depth)
-    while f is not None and (f.f_code.co_filename.startswith(_PKG_DIR)
-                             or f.f_code.co_filename.startswith("<lazyt ")):
+    ours = _OURS
+    while f is not None:
+        code = f.f_code
+        inside = ours.get(code)
+        if inside is None:
+            name = code.co_filename
+            inside = ours[code] = name.startswith(_PKG_DIR) or name.startswith("<lazyt ")
+        if not inside:
+            return f"{code.co_filename}:{f.f_lineno}"
         f = f.f_back
-    return f"{f.f_code.co_filename}:{f.f_lineno}" if f is not None else None
+    return None
+
+
+_OURS: dict = {}  # code object -> whether it is lazyt's (the walk runs once per op)
 
 
 class OperationStream:
