@@ -43,17 +43,7 @@ _SPECS: dict = {}
 class _State(GradContext):
     """What a tracked op keeps for backward; its gradient rule reads it as `ctx`."""
 
-    __slots__ = ("slots",)
-
-    def __init__(self, args, needs, shapes, dtypes, slots, out):
-        self.args = args
-        self._needs = needs
-        self._shapes = shapes
-        self._dtypes = dtypes
-        self._saved = None
-        self.out = out
-        self.refs = {}        # read name -> NodeId | [NodeId] | ("scalar", value)
-        self.slots = slots    # tensor name -> parent position (list for a sequence)
+    __slots__ = ("slots",)  # tensor name -> parent position (a list for a sequence)
 
 
 class DeclaredBackward(Backward):
@@ -164,8 +154,8 @@ def tracked(ad, op: OpDef, args: tuple):
         prep = prep.compute_bound()
     match prep.stateful():
         case Tracked(t):
-            st = _State(others, needs, shapes, dtypes, slots,
-                        out if op.grad.output else None)
+            st = _State(others, needs, shapes, dtypes, None, out if op.grad.output else None)
+            st.slots = slots
             for name in op.grad.read_names(st):
                 if name in others:
                     st.refs[name] = ("scalar", others[name])
