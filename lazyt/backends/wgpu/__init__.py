@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+from ..cube import replay  # noqa: F401  (its former home: lazyt.backends.wgpu.replay)
 from .backend import WgpuBackend
 from .client import WgpuClient
 from .runtime import get_adapter, list_adapter_infos, request_device
@@ -21,7 +22,7 @@ def create_backend(index: int = 0) -> WgpuBackend:
             adapter = get_adapter(index)
             info = list_adapter_infos()[index]
             client = WgpuClient(request_device(adapter), f"wgpu:{index}",
-                                   f"{info.name} ({info.backend}, {info.kind})")
+                                f"{info.name} ({info.backend}, {info.kind})")
             backend = _BACKENDS[index] = WgpuBackend(client, f"wgpu:{index}", info.kind)
         return backend
 

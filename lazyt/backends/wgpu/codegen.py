@@ -14,6 +14,7 @@ from ...dtype import DType
 from ..cube.renderer import KernelType
 from ..cube.source import CubeDim, TextKernelSource
 from .renderer import WGSL as R
+from ..cube.op_table import BINARY, UNARY  # noqa: F401  (the op tables' former home)
 
 
 # ------------------------------------------------------------------------------ matmul
