@@ -10,6 +10,7 @@ any `DispatchTensor` and return the representative input's result type (`Tensor`
 from __future__ import annotations
 
 import builtins
+import inspect
 import math
 import operator
 from typing import Sequence
@@ -220,43 +221,6 @@ def logical_not(x: DT) -> DT:
 @method()
 def square(x: DT) -> DT:
     return binary(_B.MUL, x, x)
-
-
-@method()
-def gelu(x: DT, approximate: str = "none") -> DT:
-    """Exact gelu `x * (1 + erf(x / sqrt 2)) / 2`, or `approximate="tanh"`."""
-    if approximate not in ("none", "tanh"):
-        raise InvalidArgumentError(f"gelu: approximate must be 'none' or 'tanh', got "
-                                   f"{approximate!r}")
-    return Dispatch.helper("gelu", floating(x), approximate)
-
-
-@method()
-def silu(x: DT) -> DT:
-    """`x * sigmoid(x)`."""
-    return Dispatch.helper("silu", floating(x))
-
-
-def _along_dim(op: str, x: DT, dim: int) -> DT:
-    """A composite working along one dim; a 0-d tensor is one element along it."""
-    d = sh.normalize_dim(op, dim, x.ndim)
-    if sh.numel(x.shape) == 0:
-        return x  # nothing to normalize: an empty result of the same shape
-    if x.ndim == 0:
-        return Dispatch.reshape(Dispatch.helper(op, Dispatch.reshape(x, (1,)), 0), ())
-    return Dispatch.helper(op, x, d)
-
-
-@method()
-def softmax(x: DT, dim: int = -1) -> DT:
-    """`exp(x) / sum(exp(x))` along `dim` (float16 is computed in float32, rounded once)."""
-    return _along_dim("softmax", floating(x), dim)
-
-
-@method()
-def log_softmax(x: DT, dim: int = -1) -> DT:
-    """`log(softmax(x))` along `dim`, computed stably."""
-    return _along_dim("log_softmax", floating(x), dim)
 
 
 @method("clip")
@@ -801,13 +765,14 @@ def declared_frontend(op: ops.OpDef):
     entry = getattr(Dispatch, op.name) if not op.is_composite else \
         (lambda *a, **k: Dispatch.helper(op.name, *a, **k))
     if op.frontend is None:
-        fn = entry
-    else:
-        front = op.frontend
+        return entry
+    front = op.frontend
 
-        def fn(*args, **kwargs):
-            return front(entry, *args, **kwargs)
-        fn.__doc__ = front.__doc__ or op.doc
+    def fn(*args, **kwargs):
+        return front(entry, *args, **kwargs)
+    fn.__doc__ = front.__doc__ or op.doc
+    sig = inspect.signature(front)
+    fn.__signature__ = sig.replace(parameters=list(sig.parameters.values())[1:])
     return fn
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .. import dtype as dt
 from .. import shape as sh
-from ..errors import ShapeError
+from ..errors import InvalidArgumentError, ShapeError
 from .codes import BinaryOp, ReduceOp, UnaryOp
 from .declare import OpDef, declare, optional, static, tensor, value
 from .meta import same_dtype
@@ -18,6 +18,25 @@ from .reduce import check_dims
 
 Bi, R, U = BinaryOp, ReduceOp, UnaryOp
 
+
+
+def _floating(x):
+    return x if x.dtype.is_float else x.to(dt.DEFAULT_FLOAT)
+
+
+def _along_frontend(op: str, doc: str):
+    """The user form of a composite along one dim: integers in the default float, negative
+    dims, a 0-d tensor as one element along the dim, an empty tensor returned as it is."""
+    def frontend(entry, x, dim: int = -1):
+        x = _floating(x)
+        d = sh.normalize_dim(op, dim, x.ndim)
+        if sh.numel(x.shape) == 0:
+            return x
+        if x.ndim == 0:
+            return entry(x.reshape(1), 0).reshape(())
+        return entry(x, d)
+    frontend.__doc__ = doc
+    return frontend
 
 
 def _along_meta(op: str):
@@ -38,6 +57,9 @@ def _softmax(B, x, dim):
 
 softmax = declare(OpDef(
     "softmax", (tensor("x"), static("dim")), _along_meta("softmax"), decompose=_softmax,
+    method="softmax", function="softmax", frontend=_along_frontend(
+        "softmax", "`exp(x) / sum(exp(x))` along `dim` (float16 computed in float32, rounded "
+        "once)."),
     doc="`exp(x - max) / sum(exp(x - max))` along `dim` (float16 computed in float32)."))
 
 
@@ -51,7 +73,8 @@ def _log_softmax(B, x, dim):
 
 log_softmax = declare(OpDef(
     "log_softmax", (tensor("x"), static("dim")), _along_meta("log_softmax"),
-    decompose=_log_softmax, doc="`x - max - log(sum(exp(x - max)))` along `dim`."))
+    decompose=_log_softmax, method="log_softmax", function="log_softmax",
+    frontend=_along_frontend("log_softmax", "`log(softmax(x))` along `dim`, computed stably."), doc="`x - max - log(sum(exp(x - max)))` along `dim`."))
 
 
 # ---------------------------------------------------------------------------- activations
@@ -65,14 +88,29 @@ def _gelu(B, x, approximate="none"):
     return B.binary(Bi.MUL, B.binary(Bi.MUL, x, t), 0.5)
 
 
+def _gelu_frontend(entry, x, approximate: str = "none"):
+    """Exact gelu `x * (1 + erf(x / sqrt 2)) / 2`, or `approximate="tanh"`."""
+    if approximate not in ("none", "tanh"):
+        raise InvalidArgumentError(f"gelu: approximate must be 'none' or 'tanh', got "
+                                   f"{approximate!r}")
+    return entry(_floating(x), approximate)
+
+
 gelu = declare(OpDef(
     "gelu", (tensor("x"), static("approximate", "none")), lambda x, approximate="none":
-    (tuple(x.shape), x.dtype), decompose=_gelu,
+    (tuple(x.shape), x.dtype), decompose=_gelu, method="gelu", function="gelu",
+    frontend=_gelu_frontend,
     doc="Exact gelu `x * (1 + erf(x / sqrt 2)) / 2`, or the tanh approximation."))
+
+def _silu_frontend(entry, x):
+    """`x * sigmoid(x)`."""
+    return entry(_floating(x))
+
 
 silu = declare(OpDef(
     "silu", (tensor("x"),), lambda x: (tuple(x.shape), x.dtype),
-    decompose=lambda B, x: B.binary(Bi.MUL, x, B.unary(U.SIGMOID, x)),
+    decompose=lambda B, x: B.binary(Bi.MUL, x, B.unary(U.SIGMOID, x)), method="silu",
+    function="silu", frontend=_silu_frontend,
     doc="`x * sigmoid(x)`."))
 
 
