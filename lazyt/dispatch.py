@@ -73,13 +73,18 @@ class Dispatch:
     API does it."""
 
     @staticmethod
-    def helper(name: str, *args, **kwargs):
-        """The composite `name` (`softmax`, `layer_norm`, `attention`, ...) on its arguments."""
+    def helper(name: str, x, *args, **kwargs):
+        """The composite `name` (`softmax`, `layer_norm`, `attention`, ...) on its arguments,
+        or any other method `name` of the backend protocol (`relu`, `float_exp`, ...) on the
+        tensor `x` (tensors among `args` on x's device are passed as primitives)."""
         entry = _COMPOSITES.get(name)
-        if entry is None:
-            raise LazytError(f"Dispatch.helper: no composite op named {name!r}; declared: "
-                             f"{', '.join(sorted(_COMPOSITES))}")
-        return entry(*args, **kwargs)
+        if entry is not None:
+            return entry(x, *args, **kwargs)
+        if any(isinstance(a, DispatchTensor) for a in args):
+            common_device(name, [x, *(a for a in args if isinstance(a, DispatchTensor))])
+            args = tuple(a.primitive if isinstance(a, DispatchTensor) else a for a in args)
+        out = getattr(x.device.backend, name)(x.primitive, *args, **kwargs)
+        return x._result_type(out, x.device)
 
     @staticmethod
     def to_numpy(x):
@@ -99,7 +104,7 @@ class Dispatch:
 
 def _entry_source(op: ops.OpDef) -> str:
     """The generated entry: find the representative tensor and device, check the others,
-    unwrap, call the stack, wrap."""
+    unwrap, call the stack, wrap. A family's op code (`op`) names the op in errors."""
     L = [f"def {op.name}({op.signature()}):", "    _rep = None"]
     for p in op.params:
         n = p.name
@@ -118,7 +123,11 @@ def _entry_source(op: ops.OpDef) -> str:
                   f"    _common(_NAME, [_rep, *{n}])", f"    {n} = [t.primitive for t in {n}]"]
     L += ["    if _rep is None:", "        raise _no_tensor(_NAME)",
           f"    return _rep._result_type(_dev.backend.{op.name}({op.call_args()}), _dev)"]
-    return "\n".join(L) + "\n"
+    source = "\n".join(L) + "\n"
+    if "op" in op._by_name:  # errors name the family's op code: "maximum", not "binary"
+        source = source.replace("_common(_NAME", "_common(getattr(op, 'value', _NAME)")
+        source = source.replace("_no_tensor(_NAME)", "_no_tensor(getattr(op, 'value', _NAME))")
+    return source
 
 
 def _install(op: ops.OpDef) -> None:

@@ -35,7 +35,9 @@ from typing import Callable
 
 from .backends.base import Backend
 from .dispatch import Dispatch, DispatchTensor, common_device
-from .errors import LazytError
+from .dtype import DType  # noqa: F401  (extension authors import it from here too)
+from .errors import (LazytError, MetadataMismatchError, MissingImplError,  # noqa: F401
+                     ShapeError)
 from .fusion.stream import user_location as _user_location  # noqa: F401  (kept for extensions)
 from .ops.extension import (ExtensionOp, ExtensionView, FusionSpec, TensorMeta,  # noqa: F401
                             check_meta_enabled, checking_meta, compare_meta, default, in_impl,

@@ -25,7 +25,7 @@ from .data import generator, host_array
 from .dispatch import Dispatch, DispatchTensor, common_device
 from .dtype import DType
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
-from .ops import FLOAT_UNARY, BinaryOp, ReduceOp, UnaryOp
+from .ops import FLOAT_UNARY, BinaryOp, ReduceOp, TensorMeta, UnaryOp
 
 DT = DispatchTensor
 _B = BinaryOp
@@ -162,11 +162,18 @@ def logical(op: BinaryOp, a: DT, b) -> DT:
 
 
 def _binary_fn(name: str, op: BinaryOp, doc: str):
+    """The function form `lazyt.<name>(a, b)` and the method `x.<name>(o)`."""
     def fn(a, b):
         return binary(op, a, b)
-    fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc
-    return method()(fn)
+
+    def meth(self, o):
+        return binary(op, self, o)
+    for f in (fn, meth):
+        f.__name__ = f.__qualname__ = name
+        f.__doc__ = doc
+    METHODS[name] = meth
+    __all__.append(name)
+    return fn
 
 
 add = _binary_fn("add", _B.ADD, "`a + b` with broadcasting and promotion.")
@@ -270,6 +277,7 @@ METHODS["where"] = _where_method
 
 # ---------------------------------------------------------------------- reductions
 def _reduce(op: ReduceOp, name: str, x: DT, dim, keepdim: bool) -> DT:
+    keepdim = bool(keepdim)
     if x.ndim == 0:  # a 0-d tensor reduces to itself; dim 0 / -1 are accepted
         for d in (() if dim is None else (dim,) if isinstance(dim, int) else dim):
             sh.normalize_dim(name, d, 0)
@@ -324,6 +332,7 @@ def all(x: DT, dim=None, keepdim: bool = False) -> DT:  # noqa: A001
 
 
 def _arg(op: ReduceOp, name: str, x: DT, dim, keepdim: bool) -> DT:
+    keepdim = bool(keepdim)
     shape = x.shape
     if dim is None:
         if sh.numel(shape) == 0:
@@ -555,7 +564,7 @@ def stack(tensors: Sequence[DT], dim: int = 0) -> DT:
 
 
 # ---------------------------------------------------------------------- matmul
-@method()
+@function
 def matmul(a, b) -> DT:
     """numpy matmul semantics: 1-D operands are promoted and squeezed, batch dims broadcast."""
     if not isinstance(a, DT):
@@ -636,11 +645,14 @@ def index_add(x: DT, dim: int, index, source, *, alpha=1) -> DT:
     d = sh.normalize_dim("index_add", dim, x.ndim)
     idx = _line("index_add", index_tensor("index_add", index, x))
     src = as_tensor(source, x)
+    d_out = dt.promote(x.dtype, src.dtype)
+    # the op's one shape rule first, as the inputs will be once promoted
+    ops.lookup("index_add").meta(TensorMeta(x.shape, d_out), d, idx,
+                                 TensorMeta(src.shape, d_out))
     if alpha != 1:
         src = binary(_B.MUL, src, alpha)
     d_out = dt.promote(x.dtype, src.dtype)
     x, src = to(x, d_out), to(src, d_out)
-    ops.lookup("index_add").meta(x, d, idx, src)
     return Dispatch.helper("index_add", x, d, idx, src)
 
 
@@ -652,8 +664,9 @@ def scatter_add(x: DT, dim: int, index, src) -> DT:
     idx = index_tensor("scatter_add", index, x)
     src = as_tensor(src, x)
     d_out = dt.promote(x.dtype, src.dtype)
+    ops.lookup("scatter_add").meta(TensorMeta(x.shape, d_out), d, idx,
+                                   TensorMeta(src.shape, d_out))
     x, src = to(x, d_out), to(src, d_out)
-    ops.lookup("scatter_add").meta(x, d, idx, src)
     return Dispatch.scatter_add(x, d, idx, src)
 
 
@@ -752,6 +765,14 @@ def scaled_dot_product_attention(query: DT, key: DT, value: DT, attn_mask=None,
     w = where(keep, binary(_B.MUL, w, 1.0 / (1.0 - dropout_p)), 0.0) if dropout_p < 1.0 \
         else binary(_B.MUL, w, 0.0)
     return matmul(w, v)
+
+
+def _matmul_method(x: DT, other) -> DT:
+    """`x @ other` (numpy's matmul rules)."""
+    return matmul(x, other)
+
+
+METHODS["matmul"] = _matmul_method
 
 
 def _with_rank(t: DT, nd: int) -> DT:

@@ -17,6 +17,8 @@ from .device import device as _device
 from .dispatch import Dispatch, DispatchTensor
 from .dtype import DType
 from .errors import DTypeError, GradError, ShapeError
+from .functional import (cat, gather, index_add, index_select, matmul,  # noqa: F401
+                         scatter_add, stack, where)  # (also importable from here, as before)
 from .indexing import getitem
 from .ops import BinaryOp, UnaryOp
 

@@ -58,8 +58,8 @@ def _scatter_add_meta(x, dim, index, src):
     sh.gather("scatter_add", tuple(x.shape), dim, tuple(index.shape))
     if len(src.shape) != len(index.shape) or any(
             a > b for a, b in zip(index.shape, src.shape)):
-        raise ShapeError(f"scatter_add: index shape {tuple(index.shape)} exceeds src shape "
-                         f"{tuple(src.shape)}")
+        raise ShapeError(f"scatter_add: index shape {tuple(index.shape)} must fit inside src "
+                         f"shape {tuple(src.shape)}")
     return tuple(x.shape), x.dtype
 
 
@@ -116,7 +116,7 @@ def _index_add_meta(x, dim, index, src):
     same_dtype("index_add", x, src)
     want = tuple(x.shape[:dim]) + tuple(index.shape) + tuple(x.shape[dim + 1:])
     if tuple(src.shape) != want:
-        raise ShapeError(f"index_add: src shape {tuple(src.shape)} should be {want} for x "
+        raise ShapeError(f"index_add: source shape {tuple(src.shape)} must be {want} for input "
                          f"{tuple(x.shape)}, dim {dim} and {index.shape[0]} indices")
     return tuple(x.shape), x.dtype
 

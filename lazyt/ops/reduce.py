@@ -8,6 +8,7 @@ from ..errors import IndexOutOfRangeError, ShapeError
 from ..shape import numel
 from .codes import ARG_REDUCTIONS, BinaryOp, ReduceOp
 from .declare import Grad, OpDef, declare, static, tensor
+from .meta import Out
 
 R, Bi = ReduceOp, BinaryOp
 
@@ -39,7 +40,9 @@ def _reduce_meta(op, x, dims, keepdim):
     if op in ARG_REDUCTIONS and len(dims) != 1:
         raise ShapeError(f"{op.value}: expects exactly one dim, got {dims} for shape "
                          f"{tuple(x.shape)}")
-    return sh.reduce(x.shape, dims, bool(keepdim)), reduce_out_dtype(op, x.dtype)
+    keepdim = bool(keepdim)
+    return Out(sh.reduce(x.shape, dims, keepdim), reduce_out_dtype(op, x.dtype),
+               (op, x, dims, keepdim))
 
 
 def _extremum_grad(B, op, x, dims, g):

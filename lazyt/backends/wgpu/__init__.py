@@ -3,12 +3,16 @@ gives a software Vulkan device in CI). `lazyt.device("wgpu:N")` runs on adapter 
 `list_devices()`."""
 from __future__ import annotations
 
+import sys
 import threading
 
-from ..cube import replay  # noqa: F401  (its former home: lazyt.backends.wgpu.replay)
+from ..cube import replay
 from .backend import WgpuBackend
 from .client import WgpuClient
 from .runtime import get_adapter, list_adapter_infos, request_device
+
+# replay's former home: `lazyt.backends.wgpu.replay` is the Cube family's module itself
+sys.modules[f"{__name__}.replay"] = replay
 
 _LOCK = threading.Lock()
 _BACKENDS: dict[int, WgpuBackend] = {}
