@@ -118,7 +118,7 @@ def binary(op: BinaryOp, a, b) -> DT:
             if sa != sb:
                 sh.broadcast(op.value, sa, sb)
             d = da if da is db else dt.promote(da, db)
-            if not d.is_float or op in pr.LOGICAL:
+            if not d.is_float or op is _B.AND or op is _B.OR:
                 d = pr.operand_dtype(op, d)
             if da is not d:
                 a = Dispatch.cast(a, d)
@@ -132,7 +132,7 @@ def binary(op: BinaryOp, a, b) -> DT:
         raise DTypeError(f"{op.value}: expected a tensor operand")
     ts = type(s)
     dtt = t.device.backend.dtype_of(t.primitive)
-    if (ts is float or ts is int) and dtt.is_float and op not in pr.LOGICAL:
+    if (ts is float or ts is int) and dtt.is_float and op is not _B.AND and op is not _B.OR:
         pass  # the common case: a float tensor with a Python number keeps its dtype
     else:
         if isinstance(s, (np.ndarray, list, tuple)):

@@ -264,7 +264,8 @@ def _operand_branches(operands: list, tensors: list, indent: str) -> list:
         if i == len(operands):
             ins_s = "".join(f"{n}, " for n in ins)
             scs_s = "".join(f"{n}, " for n in scs)
-            return [f"{pad}_pat, _ins, _sc = {pattern!r}, ({tensors_before}{ins_s}), ({scs_s})"]
+            return [f"{pad}_pat, _ins, _sc = {(pattern,)!r}, ({tensors_before}{ins_s}), "
+                    f"({scs_s})"]
         n = operands[i]
         return ([f"{pad}if type({n}) is _FT:"] + rec(i + 1, pattern + "t", ins + [n], scs, pad + "    ")
                 + [f"{pad}else:"] + rec(i + 1, pattern + "s", ins, scs + [n], pad + "    "))
@@ -328,7 +329,7 @@ def _recorder_source(op: ops.OpDef) -> str:
         if any(t.startswith("*") for t in tensors):
             raise FusionError(f"{name}: operands and a tensor sequence cannot be mixed")
         L += _operand_branches(operands, tensors, "    ")
-        args = f"(_pat, {static_args})"
+        args = f"_pat + ({static_args})" if static_args else "_pat"
         ins, scs = "_ins", f"_sc + ({''.join(f'{n}, ' for n in values)})" if values else "_sc"
     else:
         args = f"({static_args})"

@@ -143,6 +143,9 @@ def binary_out_dtype(op: BinaryOp, d):
     return dt.bool_ if op in COMPARISONS else d
 
 
+_CMP = frozenset(o._value_ for o in COMPARISONS)  # str keys: hashing an Enum is slow
+
+
 def _binary_meta(op, lhs, rhs):
     if type(lhs) not in _SCALARS:
         d = lhs.dtype
@@ -158,7 +161,7 @@ def _binary_meta(op, lhs, rhs):
     else:
         raise DTypeError(f"{op.value}: expected at least one tensor operand, got "
                          f"{type(lhs).__name__} and {type(rhs).__name__}")
-    return shape, (dt.bool_ if op in COMPARISONS else d)
+    return shape, (dt.bool_ if op._value_ in _CMP else d)
 
 
 _READS: dict = {}  # (op, lhs needs a gradient, rhs needs one) -> operands read
