@@ -312,13 +312,16 @@ def _recorder_source(op: ops.OpDef) -> str:
     if not op.elementwise:  # a base backend without the kernel: say so here, not at the drain
         L.append("    if getattr(type(self.inner), _NAME) is _STUB:\n"
                  "        raise _missing(self.inner, _OP)")
-    L.append(f"    _m = _META({op.call_args()})")
-    L.append("    if type(_m) is _Out:")
-    if first_tensor is not None:
-        L.append(f"        if _m.same:\n            return {first_tensor}")
-    L.append(f"        if _m.args is not None:\n            {op.call_args()}, = _m.args")
-    L.append("        _shape, _dtype = _m.shape, _m.dtype")
-    L.append("    else:\n        _shape, _dtype = _m")
+    if op.normalizes:
+        L.append(f"    _m = _META({op.call_args()})")
+        L.append("    if type(_m) is _Out:")
+        if first_tensor is not None:
+            L.append(f"        if _m.same:\n            return {first_tensor}")
+        L.append(f"        if _m.args is not None:\n            {op.call_args()}, = _m.args")
+        L.append("        _shape, _dtype = _m.shape, _m.dtype")
+        L.append("    else:\n        _shape, _dtype = _m")
+    else:
+        L.append(f"    _shape, _dtype = _META({op.call_args()})")
     L.append("    _ok = self._dtypes_ok\n    if _ok is not None and _dtype not in _ok:\n"
              "        self._check_dtype(_NAME, _dtype)")
     if any(t.startswith("*") for t in tensors):

@@ -178,6 +178,9 @@ class OpDef:
     absorbable: bool = False
     #: May fail on the values at run time (an index out of range): keep the record location.
     checks_data: bool = False
+    #: The shape rule may return an `Out` with normalized arguments or `same=True` (movement
+    #: ops, reductions): recorders honour them. Other rules return `(shape, dtype)`.
+    normalizes: bool = False
     #: Composites: the op written with primitives of any backend `B`, `decompose(B, *args)`.
     decompose: Callable | None = None
     #: The user API: `Tensor.<method>` and `lazyt.<function>` are generated for the op.

@@ -15,7 +15,7 @@ from .. import shape as sh
 from ..errors import DTypeError, ShapeError
 from .codes import COMPARISONS, BinaryOp, UnaryOp
 from .declare import (Fuse, Grad, OpDef, declare, operand, static, tensor, value)
-from .meta import same_dtype
+from .meta import Out, same_dtype
 
 U, Bi = UnaryOp, BinaryOp
 _SCALARS = (bool, int, float)
@@ -255,9 +255,10 @@ def _full_meta(shape, value, dtype):
         raise ShapeError(f"full: expected a shape of ints, got {shape!r}") from None
     if any(s < 0 for s in shape):
         raise ShapeError(f"full: negative size in shape {shape}")
-    return shape, dtype
+    return Out(shape, dtype, (shape, value, dtype))
 
 
 full = declare(OpDef(
     "full", (static("shape"), value("value"), static("dtype")), _full_meta, Fuse.ELEMENTWISE,
-    instr="full", recompute=True, doc="A tensor of `shape` filled with `value`."))
+    instr="full", recompute=True, normalizes=True,
+    doc="A tensor of `shape` filled with `value`."))

@@ -28,6 +28,9 @@ class Out:
     args: tuple | None = None
     same: bool = False
 
+    def __iter__(self):  # unpacks as the `(shape, dtype)` of rules that do not normalize
+        return iter((self.shape, self.dtype))
+
     @staticmethod
     def of(result: Any) -> "Out":
         return result if type(result) is Out else Out(result[0], result[1])

@@ -21,7 +21,7 @@ def _reshape_meta(x, shape):
 
 
 reshape = declare(OpDef(
-    "reshape", (tensor("x"), static("shape")), _reshape_meta, recompute=True,
+    "reshape", (tensor("x"), static("shape")), _reshape_meta, recompute=True, normalizes=True,
     grad=Grad(lambda B, g, ctx: {"x": B.reshape(g, ctx.shape("x"))}),
     doc="`x` with the same elements in `shape` (one -1 is resolved)."))
 
@@ -39,7 +39,7 @@ def _permute_grad(B, g, ctx):
 
 
 permute = declare(OpDef(
-    "permute", (tensor("x"), static("axes")), _permute_meta, recompute=True,
+    "permute", (tensor("x"), static("axes")), _permute_meta, recompute=True, normalizes=True,
     grad=Grad(_permute_grad), doc="`x` with its dims reordered by `axes`."))
 
 
@@ -50,7 +50,7 @@ def _expand_meta(x, shape):
 
 
 expand = declare(OpDef(
-    "expand", (tensor("x"), static("shape")), _expand_meta, recompute=True, absorbable=True,
+    "expand", (tensor("x"), static("shape")), _expand_meta, recompute=True, normalizes=True, absorbable=True,
     grad=Grad(lambda B, g, ctx: {"x": g}),  # the layer sums g back to x's shape
     doc="`x` broadcast to `shape` (a view; new dims only in front)."))
 
@@ -130,7 +130,7 @@ def _cat_grad(B, g, ctx):
 
 
 cat = declare(OpDef(
-    "cat", (tensors("xs"), static("dim")), _cat_meta, recompute=True, grad=Grad(_cat_grad),
+    "cat", (tensors("xs"), static("dim")), _cat_meta, recompute=True, normalizes=True, grad=Grad(_cat_grad),
     doc="The tensors of `xs` (one dtype, equal outside `dim`) joined along `dim`."))
 
 

@@ -83,6 +83,7 @@ def _reduce_grad(B, g, ctx):
 
 reduce = declare(OpDef(
     "reduce", (static("op"), tensor("x"), static("dims"), static("keepdim")), _reduce_meta,
+    normalizes=True,
     grad=Grad(_reduce_grad, reads=lambda ctx: () if ctx.args.op in (R.SUM, R.MEAN) else ("x",)),
     doc="`op` over the normalized `dims` of `x` (arg reductions take exactly one dim; "
         "indices carry no gradient)."))
