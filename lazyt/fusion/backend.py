@@ -379,7 +379,7 @@ def _composite_source(op: ops.OpDef) -> str:
 def _composite(F: "Fusion", op: ops.OpDef, args: tuple):
     """One opaque op when the inner backend has a kernel for the composite (and its `when`
     holds) and every tensor is this layer's; else the composite's primitives, which fuse."""
-    m = Out.of(op.meta(*args))  # the one rule checks the arguments on either path
+    shape, dtype = op.meta(*args)  # the one rule checks the arguments on either path
     method = kernel_of(F.inner, op)
     if method is None:
         return op.decompose(F, *args)
@@ -405,7 +405,7 @@ def _composite(F: "Fusion", op: ops.OpDef, args: tuple):
     if made is None:  # made once per layout: a custom op's function is part of the plan key
         made = F._composite_fns[key] = (_kernel_call(F.inner, op, key[1]),
                                         _record_name(op, key[2]))
-    return F.custom(made[1], made[0], tensors, ((m.shape, m.dtype),), tuple(values),
+    return F.custom(made[1], made[0], tensors, ((shape, dtype),), tuple(values),
                     location=user_location(2))[0]
 
 

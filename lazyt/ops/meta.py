@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from ..dtype import DType
 from ..errors import DTypeError
@@ -30,10 +29,6 @@ class Out:
 
     def __iter__(self):  # unpacks as the `(shape, dtype)` of rules that do not normalize
         return iter((self.shape, self.dtype))
-
-    @staticmethod
-    def of(result: Any) -> "Out":
-        return result if type(result) is Out else Out(result[0], result[1])
 
 
 def same_dtype(op: str, a, b) -> None:
