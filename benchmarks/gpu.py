@@ -1,7 +1,12 @@
 """lazyt on a GPU device against torch on the same GPU: one JSON line per measurement.
 
 (a) fp32 `relu(a @ b + bias)` at 4096^3 as a ratio to cuBLAS (torch, TF32 off);
-(b) the 5-op chain `((x*2+1).relu()*x - 3).abs()` on 64M float32 as a ratio to torch.compile.
+(b) the 5-op chain `((x*2+1).relu()*x - 3).abs()` on 64M float32 as a ratio to torch.compile;
+(c) `linear` (x @ W^T + b) on MiniLM's three shapes as a ratio to torch's;
+(d) host time per op: a 16-op chain on 8-element tensors on a plan-cache hit, first op to
+    `numpy()`, beside torch eager's same chain;
+(e) compile latency of a new generated kernel: cold (the compiler runs) and from the disk
+    cache (CUDA; wgpu has none).
 
 Each is timed end to end on the default device stack (Autodiff over Fusion over the base
 backend: what a user runs), as "kernel" on the base backend alone (the generated kernels
@@ -12,7 +17,7 @@ iteration is the median over repeats. torch is measured in the same process when
 importable and sees a CUDA GPU; otherwise its fields are null.
 
 Usage: python benchmarks/gpu.py [DEVICE] [--small] [--repeat N]
-  DEVICE   a lazyt device, "wgpu:0" by default
+  DEVICE   a lazyt device, "wgpu:0" by default ("cuda" for the CUDA backend)
   --small  512^3 matmul and a 1M chain (for software adapters such as lavapipe)
 """
 from __future__ import annotations
@@ -118,6 +123,16 @@ def bench_matmul(dev, base, torch, n: int, k: int, repeat: int) -> None:
         return outs
 
     t_kernel = per_iteration(run_kernel, k, repeat)
+    t_epi = None
+    if hasattr(base, "matmul_bias_relu"):   # the fused op as one library call (cuBLASLt)
+        bbias = base.from_numpy(bias)
+
+        def run_epilogue(k):
+            outs = [base.matmul_bias_relu(ba, bb, bbias) for _ in range(k)]
+            base.sync()
+            return outs
+
+        t_epi = per_iteration(run_epilogue, k, repeat)
     t_device = device_seconds(base, run, k)
     t_torch = None
     if torch is not None:
@@ -137,7 +152,9 @@ def bench_matmul(dev, base, torch, n: int, k: int, repeat: int) -> None:
          ratio=None if t_torch is None else t_torch / t,
          kernel_ratio=None if t_torch is None else t_torch / t_kernel,
          device_ratio=None if t_torch is None or t_device is None else t_torch / t_device,
-         config=str(base.matmul_config))
+         kernel_epilogue_ms=None if t_epi is None else t_epi * 1e3,
+         kernel_epilogue_ratio=None if t_torch is None or t_epi is None else t_torch / t_epi,
+         config=str(getattr(base, "matmul_config", "cuBLAS")))
 
 
 # ------------------------------------------------------------------------------ (b) chain
@@ -200,6 +217,95 @@ def bench_chain(dev, base, torch, n: int, k: int, repeat: int) -> None:
          device_ratio=None if t_compile is None or t_device is None else t_compile / t_device)
 
 
+# ------------------------------------------------------------------------------ (c) linear
+LINEAR_SHAPES = ((4096, 384, 384), (4096, 384, 1536), (4096, 1536, 384))   # (rows, in, out)
+
+
+def bench_linear(dev, base, torch, k: int, repeat: int) -> None:
+    from lazyt import Dispatch
+    rng = np.random.default_rng(2)
+    for rows, fin, fout in LINEAR_SHAPES:
+        x = rng.standard_normal((rows, fin), dtype=np.float32)
+        w = rng.standard_normal((fout, fin), dtype=np.float32)
+        b = rng.standard_normal((fout,), dtype=np.float32)
+        tx, tw, tb = (lazyt.tensor(v, device=dev) for v in (x, w, b))
+
+        def run(k):
+            outs = [Dispatch.helper("linear", tx, tw, tb) for _ in range(k)]
+            wait(dev, base)
+            return outs
+
+        got = run(1)[0].numpy()
+        err = float(np.max(np.abs(got - (x @ w.T + b))))
+        t = per_iteration(run, k, repeat)
+        t_torch = None
+        if torch is not None:
+            xx, xw, xb = (torch.from_numpy(v).cuda() for v in (x, w, b))
+            t_torch = torch_per_iteration(
+                torch, lambda: torch.nn.functional.linear(xx, xw, xb), k, repeat)
+        emit(name="linear_fp32", device=str(dev), shape=[rows, fin, fout], lazyt_ms=t * 1e3,
+             max_abs_error=err, torch_ms=None if t_torch is None else t_torch * 1e3,
+             ratio=None if t_torch is None else t_torch / t)
+
+
+# ------------------------------------------------------------------------------ (d) host
+def tiny_chain(a, b):
+    x = a
+    for _ in range(4):
+        x = ((x * b + 1.0) - a).relu()
+    return x
+
+
+def bench_host(dev, torch, repeat: int) -> None:
+    rng = np.random.default_rng(3)
+    na, nb = (rng.standard_normal(8).astype(np.float32) for _ in range(2))
+    a, b = lazyt.tensor(na, device=dev), lazyt.tensor(nb, device=dev)
+    for _ in range(20):
+        tiny_chain(a, b).numpy()
+    times = []
+    for _ in range(max(repeat, 5) * 20):
+        t0 = time.perf_counter()
+        tiny_chain(a, b).numpy()
+        times.append(time.perf_counter() - t0)
+    t = statistics.median(times)
+    t_torch = None
+    if torch is not None:
+        xa, xb = torch.from_numpy(na).cuda(), torch.from_numpy(nb).cuda()
+        for _ in range(20):
+            tiny_chain(xa, xb).cpu()
+        tt = []
+        for _ in range(max(repeat, 5) * 20):
+            t0 = time.perf_counter()
+            tiny_chain(xa, xb).cpu().numpy()
+            tt.append(time.perf_counter() - t0)
+        t_torch = statistics.median(tt)
+    emit(name="host_16op_chain", device=str(dev), ops=16, lazyt_ms=t * 1e3,
+         per_op_us=t / 16 * 1e6, torch_eager_ms=None if t_torch is None else t_torch * 1e3,
+         goal_ms=0.15)
+
+
+# ------------------------------------------------------------------------------ (e) compile
+def bench_compile(dev, base) -> None:
+    import uuid
+
+    from lazyt.backends.cube.source import TextKernelSource
+    client = base.client
+    block = chain_block(1024)
+    text = base.renderer.fused(block) + f"\n// {uuid.uuid4().hex}\n"   # a source never seen
+    cube_dim = base.renderer.fused_kernel(block).cube_dim
+    t0 = time.perf_counter()
+    client.compile(TextKernelSource("cold", base.renderer.lang, text, cube_dim=cube_dim))
+    cold = time.perf_counter() - t0
+    cached = None
+    if base.renderer.lang == "cuda":   # same text, new name: the client's cache misses
+        t0 = time.perf_counter()
+        client.compile(TextKernelSource("again", "cuda", text, cube_dim=cube_dim))
+        cached = time.perf_counter() - t0
+    emit(name="compile_new_fused_kernel", device=str(dev), cold_ms=cold * 1e3,
+         disk_cache_ms=None if cached is None else cached * 1e3, goal_cold_ms=100,
+         goal_cached_ms=2)
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("device", nargs="?", default="wgpu:0")
@@ -217,6 +323,9 @@ def main(argv=None) -> int:
     else:
         bench_matmul(dev, base, torch, 4096, 10, args.repeat)
         bench_chain(dev, base, torch, 64 << 20, 20, args.repeat)
+        bench_linear(dev, base, torch, 20, args.repeat)
+    bench_host(dev, torch, args.repeat)
+    bench_compile(dev, base)
     return 0
 
 

@@ -34,7 +34,7 @@ SWITCHES = (
            "`lazyt.set_default_device` overrides it per thread"),
     Switch("LAZYT_DEBUG", "0",
            "1: the Fusion layer keeps where every op was recorded (for errors raised when it "
-           "runs); 2: also print each generated kernel (fused blocks, WGSL) when compiled"),
+           "runs); 2: also print each generated kernel (fused blocks, WGSL / CUDA C++) when compiled"),
     Switch("LAZYT_NUM_THREADS", "cores, at most 8",
            "threads of the numpy backend's pool (fused blocks, row ops, large copies)"),
     Switch("LAZYT_CHECK_META", "0",
@@ -48,6 +48,12 @@ SWITCHES = (
            "recorded launches"),
     Switch("LAZYT_WGPU_POOL_MB", "8192",
            "MiB of freed wgpu buffers kept for reuse before more are released"),
+    Switch("LAZYT_CACHE_DIR", "`$XDG_CACHE_HOME/lazyt` or `~/.cache/lazyt`",
+           "where compiled kernels are cached across processes (CUDA cubins under `cuda/`)"),
+    Switch("LAZYT_CUDA_CACHE", "1",
+           "0: compile every CUDA kernel with NVRTC instead of reading the disk cache"),
+    Switch("LAZYT_CUDA_CUBLAS", "1",
+           "0: the cuda backend multiplies with its own kernel instead of cuBLAS"),
 )
 
 _BY_NAME = {s.name: s for s in SWITCHES}
@@ -121,6 +127,25 @@ def wgpu_pool_bytes() -> int:
     """`LAZYT_WGPU_POOL_MB` in bytes."""
     mb = _int("LAZYT_WGPU_POOL_MB", 0)
     return (8192 if mb is None else mb) << 20
+
+
+def cache_dir() -> str:
+    """`LAZYT_CACHE_DIR`, else `$XDG_CACHE_HOME/lazyt`, else `~/.cache/lazyt`."""
+    raw = _raw("LAZYT_CACHE_DIR")
+    if raw:
+        return os.path.expanduser(raw)
+    xdg = os.environ.get("XDG_CACHE_HOME", "").strip()
+    return os.path.join(xdg or os.path.join(os.path.expanduser("~"), ".cache"), "lazyt")
+
+
+def cuda_cache() -> bool:
+    """`LAZYT_CUDA_CACHE`: read and write the disk cache of CUDA kernels (default on)."""
+    return _flag("LAZYT_CUDA_CACHE", True)
+
+
+def cuda_cublas() -> bool:
+    """`LAZYT_CUDA_CUBLAS`: matmul through cuBLAS where it is installed (default on)."""
+    return _flag("LAZYT_CUDA_CUBLAS", True)
 
 
 def markdown_table() -> str:

@@ -2,6 +2,8 @@
 `check` compares a lazyt tensor with a numpy reference on values, dtype and shape."""
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -28,9 +30,17 @@ def _available_devices() -> list:
         ("cpu", lazyt.device("cpu")),                        # Autodiff(Fusion(numpy)) by default
         ("cpu-nofusion", lazyt.device("cpu", fusion=False)),
     ]
-    wgpu = _built("wgpu")
-    if wgpu is not None:
-        devices.append(("wgpu", wgpu))
+    for name in ("wgpu", "cuda"):
+        dev = _built(name)
+        if dev is not None:
+            devices.append((name, dev))
+    wanted = os.environ.get("LAZYT_TEST_DEVICES", "").strip()
+    if wanted:  # e.g. LAZYT_TEST_DEVICES=cuda: run the op suite on these stacks only
+        names = {w.strip() for w in wanted.split(",") if w.strip()}
+        devices = [(n, d) for n, d in devices if n in names or n.split("-")[0] in names]
+        if not devices:
+            raise pytest.UsageError(f"LAZYT_TEST_DEVICES={wanted!r}: none of these devices "
+                                    "is present here")
     return devices
 
 

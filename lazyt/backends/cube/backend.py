@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import math
 import struct
+from pathlib import Path
 from typing import Sequence
 
 import numpy as np
@@ -20,18 +21,29 @@ from ... import dtype as dt
 from ... import shape as sh
 from ...dtype import DType
 from ...errors import DTypeError, ShapeError
-from ...ops import BinaryOp, UnaryOp
-from ..base import Backend, binary_out_dtype
+from ...ops import ARG_REDUCTIONS, BinaryOp, ReduceOp, UnaryOp
+from ..base import Backend, binary_out_dtype, reduce_out_dtype
 from ..fused import run_generic
 from . import replay as _replay
 from .client import ComputeClient
 from .launch import broadcast_strides, coalesce, info_words, split_block
 from .renderer import FUSED_VEC_PER_THREAD, FUSED_VEC_WG, WG
-from .source import CubeCount, elem_storage
+from .source import DEFAULT_ENTRY, CubeCount, TextKernelSource, elem_storage, filled_kernel
 from .tensor import CubeTensor, contiguous_strides
 
 #: Kernels index elements with 32-bit integers.
 MAX_ELEMENTS = 2 ** 32 - 1
+
+#: Reductions over at least this many elements per output use a workgroup per output.
+_ROWS_MIN = 64
+#: Reductions with fewer outputs than this and at least _SPLIT_MIN elements each are split
+#: over several workgroups per output (two passes).
+_SPLIT_OUTPUTS = 64
+_SPLIT_MIN = 16384
+_SPLIT_CHUNK = 8192
+
+#: Invocations per workgroup of the row kernels (softmax, layer_norm): rows are often short.
+ROW_WG = 128
 
 _I32 = np.iinfo(np.int32)
 _F32, _F32_BITS = struct.Struct("<f"), struct.Struct("<I")
@@ -48,6 +60,10 @@ class CubeBackend(Backend):
     """A kernel backend on one `ComputeClient` (`client.lang` is its kernel language)."""
 
     name = "cube"
+    #: The folder of the runtime's hand-written kernel templates: `<stem>.<renderer.file_ext>`
+    #: (fill, copy, reduce, rows, scan, gather, check_index, scatter_add), each with the same
+    #: placeholders and info layout in every language.
+    kernels_dir: Path
     #: Re-issue a kernel op's recorded launches instead of re-running its logic (replay.py):
     #: None follows `replay_default()` at each op, True/False override it for this backend.
     replay = None
@@ -70,6 +86,25 @@ class CubeBackend(Backend):
     @property
     def lang(self) -> str:
         return self.client.lang
+
+    # ------------------------------------------------------------------ kernels
+    def _template(self, stem: str, values: dict, entry: str | None = None,
+                  wg: int = WG) -> TextKernelSource:
+        """The runtime's template `stem` filled with `values` (memoized)."""
+        r = self.renderer
+        return filled_kernel(self.kernels_dir, f"{stem}.{r.file_ext}", r.lang,
+                             entry or DEFAULT_ENTRY[r.lang], wg, tuple(sorted(values.items())))
+
+    def reduce_acc(self, dtype: DType) -> DType:
+        """The accumulator of reductions over `dtype`: float64 stays float64, other floats
+        accumulate in float32, integers and bools in the widest integer the runtime computes
+        (int64 where it is 64-bit, else int32)."""
+        if dtype is dt.float64:
+            return dt.float64
+        if dtype.is_float:
+            return dt.float32
+        wide = self.renderer.type_of(dt.int64)
+        return dt.int64 if wide.compute != self.renderer.type_of(dt.int32).compute else dt.int32
 
     # ------------------------------------------------------------------ dtypes
     def dtypes(self) -> tuple[DType, ...]:
@@ -188,9 +223,11 @@ class CubeBackend(Backend):
             return np.array([bool(value)], storage)
         if not dtype.is_float:
             v = int(value)
-            if not _I32.min <= v <= _I32.max:
+            lim = np.iinfo(storage)
+            if not lim.min <= v <= lim.max:
                 raise DTypeError(f"{op}: the {dtype.name} scalar {v} does not fit on "
-                                 f"{self.device}, which computes {dtype.name} in 32 bits")
+                                 f"{self.device}, which computes {dtype.name} in "
+                                 f"{8 * storage.itemsize} bits")
             return np.array([v], storage)
         with np.errstate(over="ignore"):
             return np.array([value], storage)
@@ -271,22 +308,29 @@ class CubeBackend(Backend):
                                  x.shape)
 
     # ------------------------------------------------------------------ fused blocks
-    def _scalar_word(self, value, dtype: DType) -> int:
-        """A block scalar as the u32 bits of its compute value (f16 scalars are rounded to
-        f16, then computed in f32)."""
+    def _scalar_words(self, value, dtype: DType) -> tuple:
+        """A block scalar as the u32 words of its compute value's bits (one word; two, low
+        first, for 64-bit compute types; f16 scalars are rounded to f16, then computed in
+        f32)."""
         if dtype is dt.float32:
             try:
-                return _F32_BITS.unpack(_F32.pack(value))[0]
+                return _F32_BITS.unpack(_F32.pack(value))
             except OverflowError:
                 value = math.copysign(math.inf, value)
-                return _F32_BITS.unpack(_F32.pack(value))[0]
+                return _F32_BITS.unpack(_F32.pack(value))
         if dtype is dt.bool_:
-            return int(bool(value))
+            return (int(bool(value)),)
+        if self.renderer.scalar_width(dtype) == 2:
+            if dtype.is_float:
+                bits = np.array([value], np.float64)
+            else:
+                bits = self._scalar_bits("fused", value, dtype).astype(np.int64)
+            return tuple(int(w) for w in bits.view(np.uint32))
         if not dtype.is_float:
-            return int(self._scalar_bits("fused", value, dtype).view(np.uint32)[0])
+            return (int(self._scalar_bits("fused", value, dtype).view(np.uint32)[0]),)
         with np.errstate(over="ignore"):
             v = np.float32(np.float16(value))
-        return int(np.array([v], np.float32).view(np.uint32)[0])
+        return (int(np.array([v], np.float32).view(np.uint32)[0]),)
 
     @_replay.replayable()
     def run_fused(self, block, inputs: Sequence, scalars: Sequence) -> list:
@@ -301,7 +345,7 @@ class CubeBackend(Backend):
         n = outs[0].num_elements if outs else 0
         if n == 0:
             return outs
-        words = [self._scalar_word(v, d) for v, d in zip(scalars, block.scalars)]
+        words = [w for v, d in zip(scalars, block.scalars) for w in self._scalar_words(v, d)]
         shape = tuple(block.shape)
         strides = [broadcast_strides(x, shape) for x in inputs]
         cshape, cstrides = coalesce(shape, strides)
@@ -338,6 +382,185 @@ class CubeBackend(Backend):
                                        for r in ext], scalars)
             values.update(zip(outs, got))
         return [values[v] for v in block.outputs]
+
+    # ------------------------------------------------------------------ reductions
+    def reduce(self, op: ReduceOp, x: CubeTensor, dims: tuple, keepdim: bool) -> CubeTensor:
+        out_dtype = reduce_out_dtype(op, x.dtype)
+        out_shape = sh.reduce(x.shape, dims, keepdim)
+        keep = [d for d in range(x.ndim) if d not in dims]
+        n_out = math.prod(x.shape[d] for d in keep)
+        r_len = math.prod(x.shape[d] for d in dims)
+        self.check_numel(op.value, (r_len,))
+        if n_out == 0:
+            return self.alloc(op.value, out_shape, out_dtype)
+        if r_len == 0:
+            if op is ReduceOp.SUM:
+                return self.full(out_shape, 0, out_dtype)
+            if op is ReduceOp.PROD:
+                return self.full(out_shape, 1, out_dtype)
+            if op is ReduceOp.MEAN:
+                return self.full(out_shape, float("nan"), out_dtype)
+            raise ShapeError(f"{op.value}: cannot reduce over zero-size dims {dims} of shape "
+                             f"{x.shape}")
+        acc_dtype = self.reduce_acc(x.dtype)
+        acc = self.renderer.type_of(acc_dtype)
+        kshape, (kstrides,) = coalesce([x.shape[d] for d in keep], [[x.strides[d] for d in keep]])
+        rshape, (rstrides,) = coalesce([x.shape[d] for d in dims], [[x.strides[d] for d in dims]])
+        rows = r_len >= _ROWS_MIN and (rstrides[-1:] == [1] or n_out < 1024)
+        splits = 1
+        if rows and op not in ARG_REDUCTIONS and n_out < _SPLIT_OUTPUTS and r_len >= _SPLIT_MIN:
+            splits = min(-(-r_len // _SPLIT_CHUNK), 1024)
+        in_t = self.renderer.type_of(x.dtype)
+        out_t = self.renderer.type_of(out_dtype)
+        if splits == 1:
+            out = self.alloc(op.value, out_shape, out_dtype)
+            self._reduce_pass(op, acc, in_t.storage, out_t.storage, False, x, out, n_out, r_len,
+                              1, kshape, kstrides, rshape, rstrides, r_len, rows)
+            return out
+        # pass 1: partial accumulators (n_out x splits); pass 2: reduce them per output
+        part = self.alloc(op.value, (n_out, splits), acc_dtype)
+        first = ReduceOp.SUM if op is ReduceOp.MEAN else op
+        self._reduce_pass(first, acc, in_t.storage, acc.storage, True, x, part, n_out, r_len, splits,
+                          kshape, kstrides, rshape, rstrides, r_len, True)
+        out = self.alloc(op.value, out_shape, out_dtype)
+        self._reduce_pass(op, acc, acc.storage, out_t.storage, False, part, out, n_out, splits, 1,
+                          [n_out], [splits], [splits], [1], r_len, True)
+        return out
+
+    def _reduce_pass(self, op, acc, in_elem, out_elem, partial, x, out, n_out, r_len, splits,
+                     kshape, kstrides, rshape, rstrides, divisor, rows) -> None:
+        spec = self.renderer.reduce_spec(op, acc)
+        load = "input[at]" if in_elem == acc.compute else self.renderer.convert(acc.compute, "input[at]")
+        values = {"enable": self.renderer.prelude(in_elem, out_elem),
+                  "in_elem": in_elem, "out_elem": out_elem, "acc": acc.compute,
+                  "identity": spec.identity, "combine": spec.combine,
+                  "finish": "r.v" if partial else spec.finish, "load": load,
+                  "helpers": self.renderer.helpers_for(spec.combine)}
+        entry = "reduce_rows" if rows else "reduce_threads"
+        p = self._template("reduce", values, entry)
+        chunk = -(-r_len // splits)
+        info = info_words([n_out, r_len, splits, chunk, len(kshape), len(rshape),
+                     getattr(x, "offset", 0), divisor, *kshape, *kstrides, *rshape, *rstrides])
+        count = self.groups(n_out * splits) if rows else self.groups_for(n_out)
+        self.client.launch(p, count, [x, out, info])
+
+    # ------------------------------------------------------------------ row helpers
+    def softmax(self, x: CubeTensor, dim: int) -> CubeTensor:
+        """float32 along the last dim: one kernel, a workgroup per row (the `rows` template); other
+        cases use the generic helper's primitives."""
+        if x.dtype is not dt.float32 or dim != x.ndim - 1 or x.num_elements == 0:
+            return super().softmax(x, dim)
+        return self._rows("softmax_rows", x, 1, 0.0, None, None)
+
+    def layer_norm(self, x: CubeTensor, n_dims: int, eps: float, weight=None, bias=None):
+        """float32: one kernel, a workgroup per row of the trailing `n_dims` dims."""
+        if (x.dtype is not dt.float32 or x.num_elements == 0 or not 1 <= n_dims <= x.ndim
+                or any(t is not None and t.dtype is not dt.float32 for t in (weight, bias))):
+            return super().layer_norm(x, n_dims, eps, weight, bias)
+        return self._rows("layer_norm_rows", x, n_dims, eps, weight, bias)
+
+    @_replay.replayable()
+    def attention(self, q: CubeTensor, k: CubeTensor, v: CubeTensor, mask=None,
+                  scale: float = 1.0) -> CubeTensor:
+        """float32: the scores' matmul, one row kernel for the scale, the mask and the softmax
+        (the `rows` template, the mask read through broadcast strides), and the matmul
+        with v: three launches. Other dtypes use the generic helper."""
+        nd = q.ndim
+        if (any(t.dtype is not dt.float32 for t in (q, k, v))
+                or (mask is not None and mask.dtype is not dt.float32)
+                or not q.shape[:-2] == k.shape[:-2] == v.shape[:-2]
+                or 0 in q.shape or 0 in k.shape or 0 in v.shape):
+            return super().attention(q, k, v, mask, scale)
+        scores = self.contiguous(self.matmul(q, self.swap_dims(k, nd - 2, nd - 1)))
+        n = scores.shape[-1]
+        rows = scores.num_elements // n
+        lead = scores.shape[:-1]
+        dims = []
+        if mask is not None:
+            strides = [0 if size == 1 else st for size, st in zip(mask.shape, mask.strides)]
+            for size, st in zip(lead, strides[:-1]):
+                dims += [size, st]
+        scale_bits = int(np.array(scale, np.float32).view(np.uint32))
+        info = info_words([rows, n, scores.offset, mask is not None, len(dims) // 2, scale_bits,
+                     0 if mask is None else mask.offset, 0 if mask is None else strides[-1]]
+                    + dims)
+        probs = self.alloc("attention", scores.shape, scores.dtype)
+        self._launch_rows("attention_rows", rows, n, info,
+                          [scores, probs, scores if mask is None else mask, scores])
+        return self.matmul(probs, v)
+
+    @_replay.replayable()
+    def _rows(self, entry: str, x: CubeTensor, n_dims: int, eps: float, weight, bias):
+        x = self.contiguous(x)
+        n = math.prod(x.shape[x.ndim - n_dims:])
+        rows = x.num_elements // n
+        weight = None if weight is None else self.contiguous(weight)
+        bias = None if bias is None else self.contiguous(bias)
+        out = self.alloc(entry, x.shape, x.dtype)
+        eps_bits = int(np.array(eps, np.float32).view(np.uint32))
+        info = info_words([rows, n, x.offset, weight is not None, bias is not None, eps_bits,
+                     0 if weight is None else weight.offset,
+                     0 if bias is None else bias.offset])
+        self._launch_rows(entry, rows, n, info, [x, out, x if weight is None else weight,
+                                                 x if bias is None else bias])
+        return out
+
+    def _launch_rows(self, entry: str, rows: int, n: int, info, buffers: list) -> None:
+        """One `rows` kernel over `rows` rows of `n`: LANES invocations per row, a power of
+        two covering about 4 elements each (at most ROW_WG), several short rows per group."""
+        lanes = min(ROW_WG, 1 << max(0, (-(-n // 4) - 1).bit_length()))
+        p = self._template("rows", {"lanes": lanes}, entry, wg=ROW_WG)
+        self.client.launch(p, self.groups(-(-rows // (ROW_WG // lanes))), [*buffers, info])
+
+    # ------------------------------------------------------------------ scans
+    #: Rows at most this long are scanned by one invocation each, longer ones by a workgroup.
+    SCAN_LINE_MAX = 64
+
+    def cumsum(self, x: CubeTensor, dim: int) -> CubeTensor:
+        """Running sums along `dim` (the `scan` template): rows along the last dim of a contiguous
+        tensor; another dim is moved last first (a copy) and the result viewed back."""
+        nd = x.ndim
+        if dim != nd - 1:
+            axes = tuple(d for d in range(nd) if d != dim) + (dim,)
+            inverse = tuple(axes.index(d) for d in range(nd))
+            return self.permute(self.cumsum(self.contiguous(self.permute(x, axes)), nd - 1),
+                                inverse)
+        x = self.contiguous(x)
+        out = self.alloc("cumsum", x.shape, x.dtype)
+        n = x.shape[-1] if nd else 1
+        if out.num_elements == 0:
+            return out
+        rows = out.num_elements // n
+        t = self.renderer.type_of(x.dtype)
+        r = self.renderer
+
+        def store(v: str) -> str:
+            return f"min({v}, 1u)" if t.kind == "bool" else r.store(t, v)
+
+        values = {"enable": r.prelude(t.storage), "elem": t.storage,
+                  "acc": t.compute, "load": r.load(t, "x[base + i]"),
+                  "store_acc": store("acc"),
+                  **{f"store{k}": store(f"(before + v{k})") for k in range(4)}}
+        info = np.array([rows, n, x.offset, 0], np.uint32)
+        if n <= self.SCAN_LINE_MAX:
+            p = self._template("scan", values, "scan_lines", wg=WG)
+            self.client.launch(p, self.groups_for(rows), [x, out, info])
+        else:
+            p = self._template("scan", values, "scan_rows", wg=WG)
+            self.client.launch(p, self.groups(rows), [x, out, info])
+        return out
+
+    # ------------------------------------------------------------------ matmul layouts
+    @staticmethod
+    def batch_layout(lhs: CubeTensor, rhs: CubeTensor, batch: tuple):
+        """The batch dims of a matmul's operands broadcast to `batch` and coalesced:
+        (shape, lhs strides, rhs strides), in elements (0 on broadcast dims)."""
+        def view(x):
+            return CubeTensor(x.client, x.device, x.shape[:-2], x.strides[:-2], x.handle,
+                              x.dtype, x.offset)
+        bshape, (a_bs, b_bs) = coalesce(batch, [broadcast_strides(view(lhs), batch),
+                                                broadcast_strides(view(rhs), batch)])
+        return bshape, a_bs, b_bs
 
     # ------------------------------------------------------------------ movement (views)
     def _view(self, x: CubeTensor, shape, strides, offset) -> CubeTensor:
@@ -380,9 +603,109 @@ class CubeBackend(Backend):
             return x
         return self.copy(x)
 
+    # ------------------------------------------------------------------ copies
+    def _copy_into(self, x: CubeTensor, out: CubeTensor, out_offset: int,
+                   out_strides: Sequence[int]) -> None:
+        n = x.num_elements
+        if n == 0:
+            return
+        shape, (src_st, dst_st) = coalesce(x.shape, [x.strides, out_strides])
+        p = self._template("copy", self._bits_values(x.dtype))
+        info = info_words([n, len(shape), x.offset, out_offset, *shape, *src_st, *dst_st])
+        self.client.launch(p, self.groups_for(n), [x, out, info])
+
+    @_replay.replayable()
     def copy(self, x: CubeTensor) -> CubeTensor:
-        """A contiguous copy of the view `x` (a kernel)."""
-        raise NotImplementedError
+        out = self.alloc("contiguous", x.shape, x.dtype)
+        self._copy_into(x, out, 0, out.strides)
+        return out
+
+    def cat(self, xs: Sequence[CubeTensor], dim: int) -> CubeTensor:
+        out = self.alloc("cat", sh.cat([x.shape for x in xs], dim), xs[0].dtype)
+        at = 0
+        for x in xs:
+            self._copy_into(x, out, at * out.strides[dim], out.strides)
+            at += x.shape[dim]
+        return out
+
+    # ------------------------------------------------------------------ indexing
+    def _bits_values(self, dtype: DType) -> dict:
+        """`elem` and `enable` of kernels that only move values: the storage's bits."""
+        elem = self.renderer.bits_type(self.storage_of(dtype).itemsize)
+        return {"elem": elem, "enable": self.renderer.prelude(elem)}
+
+    def _index_type(self, index: CubeTensor) -> str:
+        return self.renderer.type_of(index.dtype).storage
+
+    def _gather(self, op: str, x: CubeTensor, dim: int, index: CubeTensor) -> CubeTensor:
+        out = self.alloc(op, index.shape, x.dtype)
+        n = out.num_elements
+        if n == 0:
+            return out
+        size = x.shape[dim]
+        slot = self.client.error_slot(
+            lambda v: f"{op}: index {v} is out of range for dim {dim} of size {size} (input "
+                      f"shape {x.shape}, index shape {index.shape}, on {self.device})")
+        p = self._template("gather", {**self._bits_values(x.dtype),
+                                      "index": self._index_type(index)})
+        info = info_words([n, index.ndim, dim, x.offset, index.offset, slot, size, *index.shape,
+                     *x.strides, *index.strides])
+        self.client.launch(p, self.groups_for(n), [x, index, out, self.client.errors_binding,
+                                                   info])
+        return out
+
+    def _line_index(self, index: CubeTensor, dim: int, shape: tuple) -> CubeTensor:
+        """The 1-D `index` viewed along `dim` of `shape` (stride 0 elsewhere)."""
+        view = [1] * len(shape)
+        view[dim] = index.shape[0]
+        return self.expand(self.reshape(index, tuple(view)), shape)
+
+    def gather(self, x: CubeTensor, dim: int, index: CubeTensor) -> CubeTensor:
+        return self._gather("gather", x, dim, index)
+
+    def index_select(self, x: CubeTensor, dim: int, index: CubeTensor) -> CubeTensor:
+        shape = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1:]
+        return self._gather("index_select", x, dim, self._line_index(index, dim, shape))
+
+    def _check_index(self, op: str, index: CubeTensor, size: int, x_shape: tuple) -> None:
+        n = index.num_elements
+        if n == 0:
+            return
+        slot = self.client.error_slot(
+            lambda v: f"{op}: index {v} is out of range for dim of size {size} (input shape "
+                      f"{x_shape}, index shape {index.shape}, on {self.device})")
+        p = self._template("check_index", {"index": self._index_type(index)})
+        info = info_words([n, index.ndim, index.offset, slot, size, *index.shape, *index.strides])
+        self.client.launch(p, self.groups_for(n), [index, self.client.errors_binding, info])
+
+    def _scatter(self, op: str, x: CubeTensor, dim: int, index: CubeTensor, src: CubeTensor,
+                 check: CubeTensor) -> CubeTensor:
+        self._check_index(op, check, x.shape[dim], x.shape)
+        out = self.alloc(op, x.shape, x.dtype)
+        n = out.num_elements
+        if n == 0:
+            return out
+        t = self.renderer.type_of(x.dtype)
+        store = "min(acc, 1u)" if t.kind == "bool" else self.renderer.store(t, "acc")
+        values = {"enable": self.renderer.prelude(t.storage), "elem": t.storage,
+                  "index": self._index_type(index),
+                  "load_x": self.renderer.load(t, "x[at_x]"),
+                  "load_src": self.renderer.load(t, "src[at_src + p * src_step]"),
+                  "store": store}
+        p = self._template("scatter_add", values)
+        info = info_words([n, x.ndim, dim, x.offset, index.offset, src.offset, index.shape[dim],
+                     *x.shape, *x.strides, *index.shape, *index.strides, *src.strides])
+        self.client.launch(p, self.groups_for(n), [x, index, src, out, info])
+        return out
+
+    def scatter_add(self, x: CubeTensor, dim: int, index: CubeTensor,
+                    src: CubeTensor) -> CubeTensor:
+        return self._scatter("scatter_add", x, dim, index, src, index)
+
+    def index_add(self, x: CubeTensor, dim: int, index: CubeTensor,
+                  src: CubeTensor) -> CubeTensor:
+        return self._scatter("index_add", x, dim, self._line_index(index, dim, src.shape), src,
+                             index)
 
 
 def _reshape_strides(shape: tuple, strides: tuple, new: tuple) -> tuple | None:

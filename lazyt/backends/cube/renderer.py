@@ -78,9 +78,10 @@ class Renderer:
     """Generated kernels for one kernel language; subclass per language (see the module doc).
 
     Extension points, all with C defaults except `kernel`: the attributes `lang`, `runtime`,
-    `compute_types`, `uint`, `vec4_types`, `helper_file`, `helper_start`,
-    `declare_before_use`; the methods `convert`, `from_bits`, `select`, `float_literal`, `let`,
-    `var`, `struct`, `vec4`, `make_vec4`, `prelude`, `kernel`; and, where one op's spelling
+    `compute_types`, `uint`, `file_ext`, `bit_types`, `wide_types`, `vec4_types`,
+    `helper_file`, `helper_start`, `declare_before_use`; the methods `convert`, `from_bits`,
+    `from_bits64`, `select`, `float_literal`, `let`, `var`, `struct`, `vec4`, `make_vec4`,
+    `prelude`, `kernel`; and, where one op's spelling
     differs, its entry in `unary_table` / `binary_table` (CUDA has no `sign`, say).
     """
 
@@ -91,6 +92,12 @@ class Renderer:
     compute_types: dict[str, str] = {}
     #: The 32-bit unsigned integer type (info words, indices).
     uint = "unsigned int"
+    #: The extension of the language's kernel files (`<stem>.<file_ext>`).
+    file_ext = "cu"
+    #: The type holding the bits of an element of each size, for kernels that move values.
+    bit_types: dict[int, str] = {2: "unsigned short", 4: "unsigned int", 8: "unsigned long long"}
+    #: Compute types 64 bits wide: their scalars take two info words (low word first).
+    wide_types = frozenset({"double", "long long"})
     #: The 4-vector type of each scalar type (vec4 fused kernels).
     vec4_types: dict[str, str] = {"float": "float4", "int": "int4", "unsigned int": "uint4"}
     #: The file defining the `lz_*` helper functions, and the first line of a definition
@@ -113,6 +120,13 @@ class Renderer:
         return KernelType(storage, self.compute_types.get(storage, storage), kind)
 
     # ------------------------------------------------------------------ spellings (C defaults)
+    def bits_type(self, itemsize: int) -> str:
+        """The type of `itemsize`-byte elements' bits (`DTypeError` if the language has none)."""
+        ty = self.bit_types.get(itemsize)
+        if ty is None:
+            raise DTypeError(f"{self.lang} kernels have no {8 * itemsize}-bit elements")
+        return ty
+
     def convert(self, ty: str, x: str) -> str:
         """`x` converted to the type `ty` (a value conversion, not a bitcast)."""
         return f"(({ty})({x}))"
@@ -122,6 +136,17 @@ class Renderer:
         if ty == "float":
             return f"__uint_as_float({word})"
         return word if ty == self.uint else self.convert(ty, word)
+
+    def from_bits64(self, ty: str, lo: str, hi: str) -> str:
+        """The value of the 64-bit compute type `ty` whose bits are the u32 words `lo`, `hi`."""
+        bits = f"((((unsigned long long)({hi})) << 32) | ((unsigned long long)({lo})))"
+        if ty == "double":
+            return f"__longlong_as_double((long long){bits})"
+        return self.convert(ty, bits)
+
+    def scalar_width(self, dtype: DType) -> int:
+        """Info words holding one scalar of `dtype` (its compute value's bits)."""
+        return 2 if self.type_of(dtype).compute in self.wide_types else 1
 
     def select(self, cond: str, then: str, other: str) -> str:
         """`then` where `cond` holds, else `other` (both evaluated)."""
@@ -167,9 +192,12 @@ class Renderer:
     def literal(self, value, t: KernelType) -> str:
         """`value` as a constant of `t`'s compute type."""
         if t.kind == "float":
-            return self.float_literal(value)
+            return repr(float(value)) if t.compute in self.wide_types else \
+                self.float_literal(value)
         if t.kind == "bool":
             return f"{int(value)}u"
+        if t.compute in self.wide_types:
+            return f"{int(value)}LL"
         return str(int(value))
 
     def as_bool(self, cond: str) -> str:
@@ -184,16 +212,22 @@ class Renderer:
         return x if t.storage == t.compute else self.convert(t.storage, x)
 
     def infinity(self, t: KernelType) -> str:
+        if t.compute in self.wide_types:
+            return self.from_bits64(t.compute, "0u", "0x7ff00000u")
         return self.from_bits(t.compute, "0x7f800000u")
 
     def lowest(self, t: KernelType) -> str:
-        """The accumulator identity of max: -inf, or the least 32-bit integer."""
+        """The accumulator identity of max: -inf, or the least integer of the compute type."""
         if t.kind == "float":
             return f"-{self.infinity(t)}"
+        if t.compute in self.wide_types:
+            return "(-9223372036854775807LL - 1LL)"
         return self.from_bits(t.compute, "0x80000000u")
 
     def highest(self, t: KernelType) -> str:
-        return self.infinity(t) if t.kind == "float" else "2147483647"
+        if t.kind == "float":
+            return self.infinity(t)
+        return "9223372036854775807LL" if t.compute in self.wide_types else "2147483647"
 
     # ------------------------------------------------------------------ expressions
     def expr(self, e: Expr, t: KernelType, **operands: str) -> str:
@@ -283,10 +317,23 @@ class Renderer:
         return [self.let("i", f"{self.group_index()} * {WG}u + lid"),
                 "if (i >= info[0]) { return; }"]
 
+    def scalar_span(self, scalars: Sequence[DType]) -> int:
+        """Info words of the scalars `scalars` (`scalar_width` each)."""
+        return sum(self.scalar_width(d) for d in scalars)
+
     def scalar_lines(self, scalars: Sequence[DType], info_base: int) -> list[str]:
-        """`s<j>`: scalar j, its compute value's bits in info word `info_base + j`."""
-        return [self.let(f"s{j}", self.from_bits(self.type_of(d).compute, f"info[{info_base + j}u]"))
-                for j, d in enumerate(scalars)]
+        """`s<j>`: scalar j, its compute value's bits in the info words from `info_base` on
+        (one word each, two for 64-bit compute types, low word first)."""
+        lines, at = [], info_base
+        for j, d in enumerate(scalars):
+            ty = self.type_of(d).compute
+            if self.scalar_width(d) == 2:
+                value = self.from_bits64(ty, f"info[{at}u]", f"info[{at + 1}u]")
+            else:
+                value = self.from_bits(ty, f"info[{at}u]")
+            lines.append(self.let(f"s{j}", value))
+            at += self.scalar_width(d)
+        return lines
 
     # ------------------------------------------------------------------ elementwise kernels
     def elementwise(self, inputs: Sequence[KernelType], out: KernelType, expr: str) -> str:
@@ -402,7 +449,7 @@ class Renderer:
     def _fused_strided_body(self, block, in_t, out_t, used, program) -> list[str]:
         n_in = len(in_t)
         body = self._strided_head()
-        body += self.strided_offsets(used, 3 + 2 * n_in + len(block.scalars))
+        body += self.strided_offsets(used, 3 + 2 * n_in + self.scalar_span(block.scalars))
         body += self.scalar_lines(block.scalars, 3 + 2 * n_in)
         body += [self.let(f"x{k}", self.load(in_t[k], f"in{k}[i{k}]")) for k in used]
         body += program

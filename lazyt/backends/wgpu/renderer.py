@@ -7,6 +7,7 @@ import re
 from pathlib import Path
 from typing import Sequence
 
+from ...errors import DTypeError
 from ..cube.renderer import Binding, Renderer
 
 _KERNELS = Path(__file__).resolve().parent / "kernels"
@@ -19,6 +20,9 @@ class WgslRenderer(Renderer):
     runtime = "wgpu"
     compute_types = {"f16": "f32"}
     uint = "u32"
+    file_ext = "wgsl"
+    bit_types = {2: "f16", 4: "u32"}
+    wide_types = frozenset()
     helper_file = _KERNELS / "helpers.wgsl"
     helper_start = re.compile(r"^fn\s+(lz_\w+)\s*\(")
     declare_before_use = False      # WGSL functions may be declared in any order
@@ -49,6 +53,9 @@ class WgslRenderer(Renderer):
 
     def make_vec4(self, scalar: str, parts: Sequence[str]) -> str:
         return f"vec4<{scalar}>({', '.join(parts)})"
+
+    def from_bits64(self, ty: str, lo: str, hi: str) -> str:
+        raise DTypeError(f"WGSL kernels have no 64-bit {ty}")
 
     def prelude(self, *storage: str) -> str:
         return "enable f16;\n" if "f16" in storage else ""

@@ -1,5 +1,5 @@
-"""The Cube renderer base is language-neutral: a CUDA C renderer is a small subclass (the sketch
-below overrides `lang`, `runtime`, `compute_types`, `helper_file`, `prelude`, `kernel` and one op
+"""The Cube renderer base is language-neutral: the CUDA renderer is a small subclass (it
+overrides `lang`, `runtime`, `compute_types`, `helper_file`, `prelude`, `kernel` and one op
 table entry), its kernels spell C (ternaries, `__uint_as_float`, `0.0f`, `make_float4`), and
 nvcc compiles them: every op of the tables in fused blocks of each kind, the vec4 form, plain
 elementwise kernels and the reduction recipes. No GPU is needed (PTX only)."""
@@ -14,77 +14,17 @@ import pytest
 import lazyt.dtype as dt
 from lazyt.backends.cube.op_table import BINARY, KINDS, UNARY, Select
 from lazyt.backends.cube.renderer import HelperError, Renderer, _helper_defs
+from lazyt.backends.cuda.renderer import CUDA
 from lazyt.backends.fused import FusedBlock, FusedInstr, Ref
 from lazyt.ops import BinaryOp, ReduceOp, UnaryOp
 
 NVCC = shutil.which("nvcc")
 IN, SC, V = (lambda i: Ref("in", i)), (lambda i: Ref("sc", i)), (lambda i: Ref("v", i))
 
-CUDA_HELPERS = r"""
-// Helpers of the sketch (a real CUDA renderer keeps numpy's semantics, as helpers.wgsl does).
-__device__ inline bool lz_isnan(float x) { return isnan(x); }
-__device__ inline float lz_sign(float x) { return (float)((x > 0.0f) - (x < 0.0f)); }
-__device__ inline float lz_tanh(float x) { return tanhf(x); }
-__device__ inline float lz_erf(float x) { return erff(x); }
-__device__ inline float lz_pow(float a, float b) { return powf(a, b); }
-__device__ inline float lz_fmax(float a, float b) {
-    return lz_isnan(a) ? a : (lz_isnan(b) ? b : fmaxf(a, b));
-}
-__device__ inline float lz_fmin(float a, float b) {
-    return lz_isnan(a) ? a : (lz_isnan(b) ? b : fminf(a, b));
-}
-__device__ inline float2 lz_fdivmod(float a, float b) {
-    float m = fmodf(a, b);
-    if (m != 0.0f && ((b < 0.0f) != (m < 0.0f))) { m += b; }
-    return make_float2(floorf(a / b), m);
-}
-__device__ inline int lz_ifloordiv(int a, int b) {
-    if (b == 0) { return 0; }
-    int q = a / b;
-    return (a - q * b != 0 && ((a - q * b < 0) != (b < 0))) ? q - 1 : q;
-}
-__device__ inline int lz_imod(int a, int b) {
-    if (b == 0) { return 0; }
-    int r = a % b;
-    return (r != 0 && ((r < 0) != (b < 0))) ? r + b : r;
-}
-__device__ inline int lz_ipow(int a, int b) {
-    int r = 1;
-    for (int e = b; e > 0; --e) { r *= a; }
-    return r;
-}
-__device__ inline float lz_round_f16(float x) { return __half2float(__float2half_rn(x)); }
-"""
-
-
 @pytest.fixture(scope="module")
-def cuda(tmp_path_factory):
-    helpers = tmp_path_factory.mktemp("cuda") / "helpers.cuh"
-    helpers.write_text(CUDA_HELPERS)
-
-    class CudaSketch(Renderer):
-        lang = "cuda"
-        runtime = "cuda"
-        compute_types = {"__half": "float"}
-        helper_file = helpers
-        # CUDA has no `sign`: the one table entry a C renderer spells differently here
-        unary_table = {**UNARY, UnaryOp.SIGN: {**UNARY[UnaryOp.SIGN],
-                                               "float": Select("lz_isnan({x})", "{x}",
-                                                               "lz_sign({x})")}}
-
-        def prelude(self, *storage: str) -> str:
-            return "#include <cuda_fp16.h>\n" if "__half" in storage else ""
-
-        def kernel(self, bindings, helpers, body, workgroup_size) -> str:
-            params = ", ".join(f"{'' if b.writable else 'const '}{b.elem}* __restrict__ {b.name}"
-                               for b in bindings)
-            return "\n".join([helpers, f'extern "C" __global__ void __launch_bounds__('
-                              f'{workgroup_size}) kernel({params}) {{',
-                              "    const auto wid = blockIdx;", "    const auto nwg = gridDim;",
-                              "    const unsigned int lid = threadIdx.x;",
-                              *("    " + line for line in body), "}\n"])
-
-    return CudaSketch()
+def cuda():
+    """The CUDA renderer: a subclass of the base that overrides only spellings."""
+    return CUDA
 
 
 def every_op_block(dtype) -> FusedBlock:
@@ -163,7 +103,7 @@ def test_nvcc_compiles_elementwise_kernels_and_reduction_recipes(cuda, tmp_path)
     _nvcc(tmp_path, cuda.binary_kernel(BinaryOp.MOD, dt.float32).text, "mod")
     _nvcc(tmp_path, cuda.where_kernel(dt.float16).text, "where")
     _nvcc(tmp_path, cuda.cast_kernel(dt.float16, dt.bool_).text, "cast")
-    parts = ["#include <cuda_fp16.h>", CUDA_HELPERS]
+    parts = ["#include <cuda_fp16.h>", CUDA.helper_file.read_text()]
     for acc_dtype, c in ((dt.float32, "float"), (dt.int32, "int")):
         acc = cuda.type_of(acc_dtype)
         parts.append(f"namespace {c}_acc {{ struct Acc {{ {c} v; unsigned int i; }};")

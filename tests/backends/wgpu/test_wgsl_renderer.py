@@ -145,7 +145,8 @@ def test_sources_are_memoized_and_ids_cover_the_entry_and_workgroup():
 
 SPELLINGS = {"lang", "runtime", "compute_types", "uint", "helper_file", "helper_start",
              "declare_before_use", "convert", "from_bits", "select", "float_literal", "let", "var",
-             "struct", "vec4", "make_vec4", "prelude", "kernel"}
+             "struct", "vec4", "make_vec4", "prelude", "kernel", "file_ext", "bit_types",
+             "wide_types", "from_bits64"}
 
 
 def test_wgsl_renderer_overrides_spellings_only():

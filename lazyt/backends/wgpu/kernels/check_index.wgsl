@@ -1,7 +1,7 @@
 // Range check of a strided index view: an element outside [0, size) is recorded in error
 // slot `slot` (raised on the next read).
 // info (u32): [n, rank, off, slot, size, shape[rank], strides[rank]]
-@group(0) @binding(0) var<storage, read> index: array<i32>;
+@group(0) @binding(0) var<storage, read> index: array<{{ index }}>;
 @group(0) @binding(1) var<storage, read_write> errors: array<atomic<u32>>;
 @group(0) @binding(2) var<storage, read> info: array<u32>;
 

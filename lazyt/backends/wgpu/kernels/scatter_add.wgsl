@@ -8,7 +8,7 @@
 // shape is the output's (= x's); len = idx_shape[dim], the positions scanned.
 {{ enable }}
 @group(0) @binding(0) var<storage, read> x: array<{{ elem }}>;
-@group(0) @binding(1) var<storage, read> index: array<i32>;
+@group(0) @binding(1) var<storage, read> index: array<{{ index }}>;
 @group(0) @binding(2) var<storage, read> src: array<{{ elem }}>;
 @group(0) @binding(3) var<storage, read_write> out: array<{{ elem }}>;
 @group(0) @binding(4) var<storage, read> info: array<u32>;

@@ -1,0 +1,168 @@
+"""CudaBackend: every core primitive on one CUDA device.
+
+Elementwise ops, casts and fused blocks are the Cube family's generated kernels (CubeBackend,
+rendered in CUDA C++ by `CudaRenderer`); copies, reductions, row kernels, scans and the gather
+family are the family's host code over the `.cu` templates in `kernels/`; matmul goes through
+cuBLAS (cuBLASLt for `linear`'s bias and the bias + ReLU epilogue) and falls back to the
+register-blocked `kernels/matmul.cu` where cuBLAS is absent or cannot take a layout. Unlike
+wgpu, float64 and a real 64-bit int64 are supported.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+
+from ... import dtype as dt
+from ... import shape as sh
+from ...config import cuda_cublas
+from ...errors import ShapeError
+from ...ops import BinaryOp, UnaryOp
+from ..cube import replay as _replay
+from ..cube.backend import CubeBackend
+from ..cube.launch import info_words
+from ..cube.source import CubeCount
+from ..cube.tensor import CubeTensor
+from .client import CudaClient
+
+#: The fallback matmul kernel's tile (kernels/matmul.cu).
+MATMUL_BM = MATMUL_BN = 64
+MATMUL_THREADS = 256
+
+
+class CudaBackend(CubeBackend):
+    """The base backend of `lazyt.device("cuda:N")`."""
+
+    name = "cuda"
+    kernels_dir = Path(__file__).resolve().parent / "kernels"
+    #: Let cuBLAS use TF32 tensor cores for float32 (off by default, as in torch).
+    allow_tf32 = False
+
+    def __init__(self, client: CudaClient, device: str):
+        super().__init__(client, device)
+
+    # ------------------------------------------------------------------ creation
+    def full(self, shape: tuple, value, dtype) -> CubeTensor:
+        self.check_dtype("full", dtype)
+        out = self.alloc("full", shape, dtype)
+        n = out.num_elements
+        if n:
+            bits = self._scalar_bits("full", value, dtype)
+            word = int(bits.view({1: np.uint8, 2: np.uint16, 4: np.uint32,
+                                  8: np.uint64}[bits.itemsize])[0])
+            p = self._template("fill", {"elem": self._bits_values(dtype)["elem"]})
+            self.client.launch(p, self.groups_for(n),
+                               [out, info_words([n, word & 0xFFFFFFFF, word >> 32])])
+        return out
+
+    def zeros(self, shape: tuple, dtype) -> CubeTensor:
+        return self.full(shape, 0, dtype)
+
+    # ------------------------------------------------------------------ matmul
+    def linear(self, x: CubeTensor, weight: CubeTensor, bias=None) -> CubeTensor:
+        """`x @ weight^T (+ bias)`: one cuBLAS(Lt) call on a transposed view of the weight, the
+        bias added by the epilogue."""
+        if x.ndim < 2 or (bias is not None and bias.shape != (weight.shape[0],)):
+            return super().linear(x, weight, bias)
+        wt = self.permute(weight, (1, 0))
+        wt = self.reshape(wt, (1,) * (x.ndim - 2) + wt.shape)
+        return self._matmul(x, wt, None if bias is None else self.contiguous(bias), False)
+
+    def matmul(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
+        return self._matmul(lhs, rhs, None, False)
+
+    def matmul_bias_relu(self, lhs: CubeTensor, rhs: CubeTensor, bias: CubeTensor) -> CubeTensor:
+        """relu(lhs @ rhs + bias) with a bias of the output's last dim: one cuBLASLt call with
+        the RELU_BIAS epilogue (the seed example's fused op)."""
+        return self._matmul(lhs, rhs, self.contiguous(bias), True)
+
+    def _matmul(self, lhs: CubeTensor, rhs: CubeTensor, bias, relu: bool) -> CubeTensor:
+        out_shape = sh.matmul(lhs.shape, rhs.shape)
+        m, k = lhs.shape[-2:]
+        n = rhs.shape[-1]
+        dtype = lhs.dtype
+        if k == 0 or 0 in out_shape:
+            out = self.zeros(out_shape, dtype)
+            if bias is not None and out.num_elements:
+                out = self.binary(BinaryOp.ADD, out, bias)
+                if relu:
+                    out = self.unary(UnaryOp.RELU, out)
+            return out
+        if bias is not None and tuple(bias.shape) != (n,):   # not a per-column bias
+            out = self.binary(BinaryOp.ADD, self._matmul(lhs, rhs, None, False), bias)
+            return self.unary(UnaryOp.RELU, out) if relu else out
+        batch = out_shape[:-2]
+        if self._use_blas(dtype):
+            done = self._blas_matmul(lhs, rhs, bias, relu, out_shape, batch, m, n, k)
+            if done is not None:
+                return done
+        return self._kernel_matmul(lhs, rhs, bias, relu, out_shape, batch, m, n, k)
+
+    def _use_blas(self, dtype) -> bool:
+        return dtype in (dt.float32, dt.float64, dt.float16) and cuda_cublas() and \
+            self.client.blas is not None
+
+    def _blas_matmul(self, lhs, rhs, bias, relu, out_shape, batch, m, n, k):
+        """The product through cuBLAS(Lt), or None when it cannot take these layouts."""
+        self.client._untaped()   # a library call: the op is not replayed launch by launch
+        batches = math.prod(batch)
+        bshape, a_bs, b_bs = self.batch_layout(lhs, rhs, batch)
+        if len(bshape) > 1:      # batch dims that no single stride walks: make them dense
+            lhs = self.contiguous(self.expand(lhs, batch + lhs.shape[-2:]))
+            rhs = self.contiguous(self.expand(rhs, batch + rhs.shape[-2:]))
+            a_bs, b_bs = [m * k], [k * n]
+        a_bstride = a_bs[0] if a_bs else 0
+        b_bstride = b_bs[0] if b_bs else 0
+        out = self.alloc("matmul", out_shape, lhs.dtype)
+        size = self.storage_of(lhs.dtype).itemsize
+        blas = self.client.blas
+        for attempt in range(2):
+            ok = blas.gemm(lhs.dtype.name, m, n, k,
+                           lhs.handle.ptr + lhs.offset * size, lhs.strides[-2], lhs.strides[-1],
+                           rhs.handle.ptr + rhs.offset * size, rhs.strides[-2], rhs.strides[-1],
+                           out.handle.ptr, batches, a_bstride, b_bstride,
+                           bias=None if bias is None else bias.handle.ptr + bias.offset * size,
+                           relu=relu, tf32=self.allow_tf32)
+            if ok:
+                return out
+            if bias is not None:   # no epilogue for this case: plain product, then the bias
+                plain = self._blas_matmul(lhs, rhs, None, False, out_shape, batch, m, n, k)
+                if plain is None:
+                    return None
+                out = self.binary(BinaryOp.ADD, plain, bias)
+                return self.unary(UnaryOp.RELU, out) if relu else out
+            if attempt == 0:      # a layout cuBLAS does not take: dense copies, once
+                if len(bshape) <= 1:
+                    lhs = self.contiguous(self.expand(lhs, batch + lhs.shape[-2:]))
+                    rhs = self.contiguous(self.expand(rhs, batch + rhs.shape[-2:]))
+                    a_bstride, b_bstride = (m * k if batch else 0), (k * n if batch else 0)
+        return None
+
+    @_replay.replayable()
+    def _kernel_matmul(self, lhs, rhs, bias, relu, out_shape, batch, m, n, k) -> CubeTensor:
+        """The register-blocked fallback kernel (kernels/matmul.cu)."""
+        out = self.alloc("matmul", out_shape, lhs.dtype)
+        bshape, a_bs, b_bs = self.batch_layout(lhs, rhs, batch)
+        batches = math.prod(batch)
+        a_rs, a_ks = lhs.strides[-2:]
+        b_ks, b_cs = rhs.strides[-2:]
+        t = self.renderer.type_of(lhs.dtype)
+        acc = t.compute if t.kind == "float" else "long long"
+        values = {"enable": self.renderer.prelude(t.storage), "elem": t.storage, "acc": acc,
+                  "relu": int(relu)}
+        has_bias = bias is not None
+        entry = "matmul_bias" if has_bias else "matmul"
+        p = self._template("matmul", values, entry, wg=MATMUL_THREADS)
+        gx, gy = -(-n // MATMUL_BN), -(-m // MATMUL_BM)
+        top = self.client.limits.max_workgroups_per_dim
+        if gy > top:
+            raise ShapeError(f"matmul: output {out_shape} needs {gy} row tiles; {self.device} "
+                             f"allows {top}")
+        info = info_words([m, n, k, lhs.offset, a_rs, a_ks, rhs.offset, b_ks, b_cs, batches,
+                           len(bshape), *bshape, *a_bs, *b_bs] +
+                          ([bias.offset] if has_bias else []))
+        count = CubeCount(gx, gy, min(batches, top))
+        self.client.launch(p, count, [lhs, rhs, out, bias, info] if has_bias else
+                           [lhs, rhs, out, info])
+        return out

@@ -1,0 +1,415 @@
+"""CudaClient: the CUDA implementation of the Cube `ComputeClient` on one device, through pycuda.
+
+- **Context and stream.** The device's primary context (shared with torch and CuPy in one
+  process), made current on each thread that uses the client; every copy, kernel and cuBLAS call
+  goes to one stream, so stream order is the only synchronization needed between them.
+- **Memory.** A pycuda `DeviceMemoryPool`: a freed buffer returns to the pool and is handed out
+  again; stream order makes reuse safe (a kernel that read it was queued before the one that
+  writes it). The pool is emptied before the context goes away (at exit).
+- **Kernels.** CUDA C++ compiled by NVRTC to a cubin for the device's architecture
+  (`compiler.py`, with its disk cache), loaded with `module_from_buffer`; the compiled kernel
+  is cached per client by `KernelId`. Every kernel parameter is a buffer pointer, in binding
+  order, and the block size is the source's `cube_dim`.
+- **Host data** (info words, scalars) of a launch is copied into a page-locked ring and from
+  there, with one asynchronous copy per launch, into a device ring; the kernel reads it there.
+  When the ring wraps, the stream is synchronized first, so a slot is never overwritten before
+  the kernel that reads it has run.
+"""
+from __future__ import annotations
+
+import atexit
+import re
+import struct
+import weakref
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from ...errors import DeviceError, KernelCompileError, LazytError, ShapeError
+from ..cube import client as cube
+from ..cube.client import ERROR_SLOTS, CubeLimits, locked
+from ..cube.source import CubeCount, KernelId, KernelSource
+from .compiler import compile_cubin
+from .renderer import CUDA
+from .runtime import PrimaryContext, driver, get_device
+
+#: Bytes of the host-data ring (page-locked host memory and device memory).
+RING_BYTES = 4 << 20
+#: Alignment of each launch's host data in the ring.
+_ALIGN = 16
+#: CUDA's grid limits per dimension (x, y, z).
+GRID_LIMITS = (2 ** 31 - 1, 65535, 65535)
+
+_COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
+
+
+class Handle:
+    """A device buffer: the pool's allocation (`buffer`), its size and device address."""
+
+    __slots__ = ("buffer", "nbytes", "ptr", "__weakref__")
+
+    def __init__(self, buffer, nbytes: int):
+        self.buffer = buffer
+        self.nbytes = nbytes
+        self.ptr = int(buffer)
+
+    def __repr__(self) -> str:
+        return f"Handle({self.nbytes} bytes at {self.ptr:#x})"
+
+
+@dataclass(eq=False)
+class CudaKernel:
+    """A compiled kernel: the function, its block size and its number of buffer parameters."""
+
+    name: str
+    id: KernelId
+    module: Any
+    function: Any
+    block: tuple[int, int, int]
+    n_params: int
+
+
+@dataclass(frozen=True)
+class Limits(CubeLimits):
+    """The device limits lazyt uses."""
+
+    total_memory: int
+    max_threads_per_block: int
+    max_shared_per_block: int
+
+
+def kernel_params(name: str, text: str, entry: str) -> list[str]:
+    """The parameter declarations of the `extern "C" __global__` function `entry` in `text`;
+    `KernelCompileError` when it is not there."""
+    code = _COMMENTS.sub("", text)
+    m = re.search(r"__global__\s+void\s+(?:__launch_bounds__\s*\([^)]*\)\s*)?" + re.escape(entry)
+                  + r"\s*\(", code)
+    if m is None:
+        raise KernelCompileError(f"kernel {name!r}: no `extern \"C\" __global__ void {entry}(...)` "
+                                 f"in its CUDA source (the entry point the runtime launches)")
+    depth, start, params = 1, m.end(), []
+    i = start
+    while i < len(code) and depth:
+        c = code[i]
+        if c in "(<[{":
+            depth += 1
+        elif c in ")>]}":
+            depth -= 1
+        if (c == "," and depth == 1) or depth == 0:
+            params.append(code[start:i].strip())
+            start = i + 1
+        i += 1
+    return [p for p in params if p and p != "void"]
+
+
+class CudaClient(cube.ComputeClient):
+    """The Cube `ComputeClient` on one CUDA device."""
+
+    lang = "cuda"
+    runtime = "cuda"
+    renderer = CUDA
+    compiled_type = CudaKernel
+    has_f16 = True
+
+    def __init__(self, index: int):
+        drv = driver()
+        self._drv = drv
+        dev = get_device(index)
+        major, minor = dev.compute_capability()
+        self.arch = f"sm_{major}{minor}"
+        name = dev.name()
+        super().__init__(f"cuda:{index}", f"{name}, {self.arch}")
+        self.device_index = index
+        self.context = PrimaryContext(dev)
+        self.context.activate()
+        attr = drv.device_attribute
+        self.limits = Limits(
+            max_workgroups_per_dim=GRID_LIMITS[1],
+            max_storage_buffers=1 << 16,
+            total_memory=int(dev.total_memory()),
+            max_threads_per_block=int(dev.get_attribute(attr.MAX_THREADS_PER_BLOCK)),
+            max_shared_per_block=int(dev.get_attribute(attr.MAX_SHARED_MEMORY_PER_BLOCK)))
+        self.stream = drv.Stream()
+        from pycuda.tools import DeviceMemoryPool
+        self.pool = DeviceMemoryPool()
+        self._errors = self._raw_alloc(ERROR_SLOTS * 8)
+        drv.memset_d32(int(self._errors), 0, ERROR_SLOTS * 2)
+        self._ring_host = drv.pagelocked_empty(RING_BYTES, np.uint8)
+        self._ring_dev = self._raw_alloc(RING_BYTES)
+        self._ring_at = 0
+        self._blas = None
+        self._blas_error: Exception | None = None
+        # every buffer handed out and still referenced: freed at close, inside the context
+        self._live: weakref.WeakSet = weakref.WeakSet()
+        self.launches = 0
+        self.closed = False
+        atexit.register(_close_at_exit, weakref.ref(self))
+
+    # ------------------------------------------------------------------ buffers
+    def _raw_alloc(self, nbytes: int):
+        try:
+            return self.pool.allocate(max(int(nbytes), 1))
+        except self._drv.MemoryError:
+            self.pool.free_held()
+            try:
+                return self.pool.allocate(max(int(nbytes), 1))
+            except self._drv.MemoryError:
+                raise DeviceError(f"{self.name}: out of device memory allocating {nbytes} bytes "
+                                  f"({self.description}, {self.limits.total_memory} bytes "
+                                  "in all)") from None
+
+    def check_size(self, nbytes: int, what: str = "a buffer") -> None:
+        if nbytes > self.limits.total_memory:
+            raise DeviceError(f"{self.name}: {what} needs {nbytes} bytes, but the device "
+                              f"({self.description}) has {self.limits.total_memory}")
+
+    @locked
+    def empty(self, nbytes: int) -> Handle:
+        """An uninitialized buffer of at least `nbytes` (from the pool when one fits)."""
+        self.context.activate()
+        nbytes = int(nbytes)
+        self.check_size(nbytes)
+        handle = Handle(self._raw_alloc(nbytes), nbytes)
+        self._live.add(handle)
+        self._taped_alloc(handle)
+        return handle
+
+    @locked
+    def create_from_slice(self, data) -> Handle:
+        """A buffer holding `data` (bytes or a contiguous numpy array), copied in stream
+        order."""
+        self._untaped()
+        self.context.activate()
+        if isinstance(data, np.ndarray):
+            data = np.ascontiguousarray(data).reshape(-1)
+        view = memoryview(data).cast("B")
+        nbytes = view.nbytes
+        self.check_size(nbytes)
+        handle = Handle(self._raw_alloc(nbytes), nbytes)
+        self._live.add(handle)
+        if nbytes:
+            self._drv.memcpy_htod_async(handle.ptr, view, self.stream)
+        return handle
+
+    @locked
+    def read(self, handle, nbytes: int | None = None, offset: int = 0) -> bytes:
+        """The bytes of `handle` (a Handle or CubeTensor) after everything queued so far."""
+        self._untaped()
+        self.context.activate()
+        if hasattr(handle, "handle") and hasattr(handle, "shape"):
+            handle = handle.handle
+        if not isinstance(handle, Handle):
+            raise LazytError(f"read: expected a cuda buffer handle, got {type(handle).__name__}")
+        if nbytes is None:
+            nbytes = handle.nbytes - offset
+        out = np.empty(nbytes, np.uint8)
+        if nbytes:
+            self._drv.memcpy_dtoh_async(out, handle.ptr + offset, self.stream)
+        self._check_errors()
+        return out.tobytes()
+
+    # ------------------------------------------------------------------ index range checks
+    @property
+    def errors_binding(self) -> Handle:
+        return Handle(self._errors, ERROR_SLOTS * 8)
+
+    def _reset_errors(self, n: int) -> None:
+        self._drv.memset_d32_async(int(self._errors), 0, n * 2, self.stream)
+
+    def _check_errors(self) -> None:
+        """Wait for the stream; raise the failed range checks since the last read."""
+        n = len(self._error_msgs)
+        if not n:
+            self.stream.synchronize()
+            return
+        words = np.empty(2 * n, np.uint32)
+        self._drv.memcpy_dtoh_async(words, int(self._errors), self.stream)
+        self.stream.synchronize()
+        self._raise_errors(words)
+
+    # ------------------------------------------------------------------ kernels
+    def _build(self, name: str, kid: KernelId, text: str, entry: str) -> CudaKernel:
+        self.context.activate()
+        settings = dict(kid.settings)
+        dims = settings.get("cube_dim")
+        if dims is None:
+            raise KernelCompileError(f"kernel {name!r}: a CUDA kernel needs its block size; give "
+                                     f"its source a cube_dim (SourceKernel(source, CubeDim(...)))")
+        block = tuple(int(d) for d in dims)
+        threads = block[0] * block[1] * block[2]
+        if threads > self.limits.max_threads_per_block:
+            raise ShapeError(f"kernel {name!r}: a block of {block} = {threads} threads exceeds "
+                             f"{self.name}'s {self.limits.max_threads_per_block}")
+        params = kernel_params(name, text, entry)
+        for p in params:
+            if "*" not in p:
+                raise KernelCompileError(
+                    f"kernel {name!r}: parameter `{p}` of {entry} is not a pointer; Cube kernels "
+                    f"take buffers only (pass scalars and shapes in an info buffer)")
+        cubin = compile_cubin(name, text, self.arch)
+        try:
+            module = self._drv.module_from_buffer(cubin)
+            function = module.get_function(entry)
+        except self._drv.Error as e:
+            raise KernelCompileError(f"kernel {name!r} (entry point {entry!r}) failed to load on "
+                                     f"{self.name}: {e}") from None
+        return CudaKernel(name, kid, module, function, block, len(params))
+
+    @locked
+    def launch(self, kernel: KernelSource | CudaKernel, cube_count: CubeCount,
+               bindings: Sequence[Any]) -> None:
+        """Queue one launch of `kernel` over `cube_count` blocks. Each binding is a
+        CubeTensor, a `Handle`, or host data (numpy array / bytes), copied to the device for
+        this launch."""
+        self.context.activate()
+        k = self.compile(kernel)
+        if not isinstance(cube_count, CubeCount):
+            raise ShapeError(f"launch of {k.name!r}: cube_count must be a CubeCount, got "
+                             f"{cube_count!r}")
+        grid = (cube_count.x, cube_count.y, cube_count.z)
+        for axis, count, top in zip("xyz", grid, GRID_LIMITS):
+            if count > top:
+                raise ShapeError(f"launch of {k.name!r}: {count} blocks along {axis} exceed "
+                                 f"CUDA's {top}; lay them out with CubeCount.split(count, "
+                                 f"{GRID_LIMITS[1]})")
+        if len(bindings) != k.n_params:
+            raise LazytError(f"launch of {k.name!r}: the kernel takes {k.n_params} buffers, got "
+                             f"{len(bindings)} bindings")
+        self._taped_launch(k, cube_count, bindings)
+        if cube_count.total == 0:
+            return
+        ptrs = []
+        host = False
+        for b in bindings:
+            h = getattr(b, "handle", b)          # a CubeTensor's buffer, or the binding
+            if type(h) is Handle:
+                ptrs.append(h.ptr)
+            else:
+                ptrs.append(None)
+                host = True
+        if host:
+            self._upload_host_data(k.name, bindings, ptrs)
+        k.function._launch_kernel(grid, k.block, struct.pack(f"{len(ptrs)}Q", *ptrs), 0,
+                                  self.stream)
+        self.launches += 1
+
+    def _upload_host_data(self, name: str, bindings: Sequence[Any], ptrs: list) -> None:
+        """Copy the launch's host-data bindings into the ring, fill in their device addresses."""
+        chunks = []
+        size = 0
+        for i, (b, p) in enumerate(zip(bindings, ptrs)):
+            if p is not None:
+                continue
+            if isinstance(b, np.ndarray):
+                raw = np.ascontiguousarray(b).view(np.uint8).reshape(-1)
+            elif isinstance(b, (bytes, bytearray, memoryview)):
+                raw = np.frombuffer(b, np.uint8)
+            else:
+                raise LazytError(f"launch of {name!r}: binding {i} is a {type(b).__name__}; "
+                                 "expected a CubeTensor, a buffer handle, or a numpy array / "
+                                 "bytes")
+            chunks.append((i, size, raw))
+            size += -(-max(raw.nbytes, 1) // _ALIGN) * _ALIGN
+        if size > RING_BYTES:
+            raise ShapeError(f"launch of {name!r}: {size} bytes of host data exceed the "
+                             f"{RING_BYTES}-byte upload ring; pass large data as a buffer")
+        at = self._ring_at
+        if at + size > RING_BYTES:
+            self.stream.synchronize()          # every queued kernel has read its slot
+            at = 0
+        for i, off, raw in chunks:
+            self._ring_host[at + off:at + off + raw.nbytes] = raw
+            ptrs[i] = int(self._ring_dev) + at + off
+        self._drv.memcpy_htod_async(int(self._ring_dev) + at, self._ring_host[at:at + size],
+                                    self.stream)
+        self._ring_at = at + size
+
+    # ------------------------------------------------------------------ cuBLAS
+    @property
+    def blas(self):
+        """The cuBLAS/cuBLASLt handles on this client's stream, or None when nvmath-python
+        (cuBLAS) is not installed (`blas_error` says why)."""
+        if self._blas is None and self._blas_error is None:
+            from .blas import Blas, BlasUnavailable
+            self.context.activate()
+            try:
+                self._blas = Blas(self.stream.handle, self._raw_alloc)
+            except BlasUnavailable as e:
+                self._blas_error = e
+        return self._blas
+
+    @property
+    def blas_error(self) -> Exception | None:
+        return self._blas_error
+
+    # ------------------------------------------------------------------ ordering
+    def flush(self) -> None:
+        """Launches are queued on the stream as they are made: nothing to submit."""
+
+    @locked
+    def sync(self) -> None:
+        """Wait until the device has run everything queued; raise pending range errors."""
+        self.context.activate()
+        self._check_errors()
+
+    def device_timer(self) -> DeviceTimer:
+        """`with client.device_timer() as t: ...`: the device time (CUDA events) of the work
+        queued inside the block (`t.seconds`)."""
+        return DeviceTimer(self)
+
+    # ------------------------------------------------------------------ shutdown
+    def close(self) -> None:
+        """Finish the queued work and release cuBLAS and the memory pool's held blocks (run at
+        exit, before the context goes away)."""
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self.context.activate()
+            self.stream.synchronize()
+            if self._blas is not None:
+                self._blas.close()
+                self._blas = None
+            self.pool.stop_holding()
+            # tensors that outlive the process's last statement would free their memory after
+            # the context is gone; free it now, while it is current
+            for handle in list(self._live):
+                handle.buffer.free()
+            for buffer in (self._ring_dev, self._errors):
+                buffer.free()
+            self.pool.free_held()
+        except Exception:  # the driver may already be shutting down
+            pass
+        # pycuda aborts the process if a context is still pushed when its module unloads
+        self.context.release()
+
+
+class DeviceTimer:
+    """CUDA events around the work queued while it is open (see `CudaClient.device_timer`)."""
+
+    def __init__(self, client: CudaClient):
+        self.client = client
+        self.seconds = 0.0
+
+    def __enter__(self) -> DeviceTimer:
+        drv = self.client._drv
+        self.client.context.activate()
+        self._start, self._end = drv.Event(), drv.Event()
+        self._start.record(self.client.stream)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._end.record(self.client.stream)
+        self._end.synchronize()
+        self.seconds = self._end.time_since(self._start) * 1e-3
+
+
+def _close_at_exit(ref) -> None:
+    client = ref()
+    if client is not None:
+        client.close()
+
+
+__all__ = ["CudaClient", "CudaKernel", "Handle", "Limits", "kernel_params", "DeviceTimer",
+           "RING_BYTES"]

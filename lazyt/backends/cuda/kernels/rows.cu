@@ -1,0 +1,141 @@
+// Row-wise float32 kernels over rows of `n` contiguous elements. LANES threads share a row
+// (WG / LANES rows per block, so short rows keep every thread busy); each loops over its row
+// with a stride of LANES and the row's statistics are combined by a tree in shared memory.
+// Rows past the end still take part in the barriers; they read and write nothing.
+//
+// softmax_rows:    y = exp(x - max) / sum(exp(x - max))
+// layer_norm_rows: y = (x - mean) * rsqrt(var + eps) [* w] [+ b]   (biased variance)
+//   info (u32): [n_rows, n, x_offset, has_weight, has_bias, eps (f32 bits), w_offset, b_offset]
+// attention_rows:  y = softmax(x * scale [+ w]) with `w` an additive mask read through
+//   broadcast strides; a row whose every score is -inf gives zeros (no key to attend to).
+//   info (u32): [n_rows, n, x_offset, has_mask, n_dims, scale (f32 bits), w_offset,
+//   w_col_stride, then per dim of the rows' index (outermost first): size, w_stride]
+constexpr unsigned int WG = {{ workgroup_size_x }}u;
+constexpr unsigned int LANES = {{ lanes }}u;
+__shared__ float partial[WG];
+
+// This thread's row (it may be past the end: check against info[0]).
+__device__ __forceinline__ unsigned int row_of(unsigned int lid) {
+    const unsigned int g = blockIdx.x + (blockIdx.y + blockIdx.z * gridDim.y) * gridDim.x;
+    return g * (WG / LANES) + lid / LANES;
+}
+
+// The sum (is_max = false) or maximum (true) of `v` over the LANES threads of each row.
+__device__ __forceinline__ float combine_row(unsigned int lid, float v, bool is_max) {
+    partial[lid] = v;
+    __syncthreads();
+    const unsigned int lane = lid % LANES;
+    for (unsigned int step = LANES / 2u; step > 0u; step = step / 2u) {
+        if (lane < step) {
+            const float a = partial[lid];
+            const float c = partial[lid + step];
+            partial[lid] = is_max ? max(a, c) : a + c;
+        }
+        __syncthreads();
+    }
+    const float r = partial[lid - lane];
+    __syncthreads();  // every thread has read it before `partial` is reused
+    return r;
+}
+
+extern "C" __global__ void __launch_bounds__({{ workgroup_size_x }})
+softmax_rows(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
+             const float* __restrict__ b, const unsigned int* __restrict__ info) {
+    const unsigned int lid = threadIdx.x;
+    const unsigned int row = row_of(lid);
+    const unsigned int lane = lid % LANES;
+    const unsigned int n = row < info[0] ? info[1] : 0u;
+    const unsigned int base = info[2] + row * n;
+    float m = -3.40282347e38f;
+    for (unsigned int i = lane; i < n; i = i + LANES) {
+        m = max(m, x[base + i]);
+    }
+    m = combine_row(lid, m, true);
+    float s = 0.0f;
+    for (unsigned int i = lane; i < n; i = i + LANES) {
+        s = s + expf(x[base + i] - m);
+    }
+    s = combine_row(lid, s, false);
+    for (unsigned int i = lane; i < n; i = i + LANES) {
+        y[row * n + i] = expf(x[base + i] - m) / s;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__({{ workgroup_size_x }})
+layer_norm_rows(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
+                const float* __restrict__ b, const unsigned int* __restrict__ info) {
+    const unsigned int lid = threadIdx.x;
+    const unsigned int row = row_of(lid);
+    const unsigned int lane = lid % LANES;
+    const unsigned int n = row < info[0] ? info[1] : 0u;
+    const unsigned int base = info[2] + row * n;
+    float s = 0.0f;
+    for (unsigned int i = lane; i < n; i = i + LANES) {
+        s = s + x[base + i];
+    }
+    const float mean = combine_row(lid, s, false) / (float)n;
+    float q = 0.0f;
+    for (unsigned int i = lane; i < n; i = i + LANES) {
+        const float c = x[base + i] - mean;
+        q = q + c * c;
+    }
+    const float r = rsqrtf(combine_row(lid, q, false) / (float)n + __uint_as_float(info[5]));
+    const bool has_w = info[3] != 0u;
+    const bool has_b = info[4] != 0u;
+    for (unsigned int i = lane; i < n; i = i + LANES) {
+        float v = (x[base + i] - mean) * r;
+        if (has_w) {
+            v = v * w[info[6] + i];
+        }
+        if (has_b) {
+            v = v + b[info[7] + i];
+        }
+        y[row * n + i] = v;
+    }
+}
+
+__device__ __forceinline__ float masked_score(const float* __restrict__ x,
+                                              const float* __restrict__ w, unsigned int at,
+                                              unsigned int mask_at, float scale, bool has_mask) {
+    float v = x[at] * scale;
+    if (has_mask) {
+        v = v + w[mask_at];
+    }
+    return v;
+}
+
+extern "C" __global__ void __launch_bounds__({{ workgroup_size_x }})
+attention_rows(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
+               const float* __restrict__ b, const unsigned int* __restrict__ info) {
+    const unsigned int lid = threadIdx.x;
+    const unsigned int row = row_of(lid);
+    const unsigned int lane = lid % LANES;
+    const unsigned int n = row < info[0] ? info[1] : 0u;
+    const unsigned int base = info[2] + row * n;
+    const bool has_mask = info[3] != 0u;
+    const float scale = __uint_as_float(info[5]);
+    const unsigned int col = info[7];
+    unsigned int mask_base = info[6];
+    unsigned int r = row;
+    for (unsigned int d = info[4]; d > 0u; d = d - 1u) {
+        const unsigned int size = info[6u + 2u * d];
+        mask_base = mask_base + (r % size) * info[7u + 2u * d];
+        r = r / size;
+    }
+    const float neg_inf = __uint_as_float(0xff800000u);
+    float m = neg_inf;
+    for (unsigned int i = lane; i < n; i = i + LANES) {
+        m = max(m, masked_score(x, w, base + i, mask_base + i * col, scale, has_mask));
+    }
+    m = combine_row(lid, m, true);
+    const bool dead = m == neg_inf;
+    float s = 0.0f;
+    for (unsigned int i = lane; i < n; i = i + LANES) {
+        s = s + expf(masked_score(x, w, base + i, mask_base + i * col, scale, has_mask) - m);
+    }
+    s = combine_row(lid, s, false);
+    for (unsigned int i = lane; i < n; i = i + LANES) {
+        const float e = expf(masked_score(x, w, base + i, mask_base + i * col, scale, has_mask) - m);
+        y[row * n + i] = dead ? 0.0f : e / s;
+    }
+}
