@@ -31,8 +31,10 @@ from .renderer import FUSED_VEC_PER_THREAD, FUSED_VEC_WG, WG
 from .source import DEFAULT_ENTRY, CubeCount, TextKernelSource, elem_storage, filled_kernel
 from .tensor import CubeTensor, contiguous_strides
 
-#: Kernels index elements with 32-bit integers.
-MAX_ELEMENTS = 2 ** 32 - 1
+#: Kernels index elements with 32-bit unsigned integers, computed as `block * size + thread`:
+#: the last block's threads reach up to one block past the element count, and must not wrap
+#: around to a small index (blocks have at most 2^16 threads).
+MAX_ELEMENTS = 2 ** 32 - 2 ** 16
 
 #: Reductions over at least this many elements per output use a workgroup per output.
 _ROWS_MIN = 64
@@ -146,7 +148,7 @@ class CubeBackend(Backend):
             n *= int(s)
         if n > MAX_ELEMENTS:
             raise ShapeError(f"{op}: shape {tuple(shape)} has {n} elements; {self.device} "
-                             f"kernels index at most 2^32 - 1")
+                             f"kernels index at most 2^32 - 2^16 (32-bit indices)")
         return n
 
     def alloc(self, op: str, shape: tuple, dtype: DType) -> CubeTensor:

@@ -227,3 +227,11 @@ def test_64_bit_scalars_take_two_info_words():
     lo, hi = b._scalar_words(-(2 ** 40), dt.int64)
     assert np.array([lo, hi], np.uint32).view(np.int64)[0] == -(2 ** 40)
     assert b._scalar_words(1.5, dt.float32) == (int(np.float32(1.5).view(np.uint32)),)
+
+
+def test_element_counts_leave_room_for_32_bit_thread_indices():
+    from lazyt.errors import ShapeError
+    b = CudaBackend(RecordingClient(), "cuda:0")
+    b.check_numel("add", (2 ** 16, 2 ** 16 - 1))              # 2^32 - 2^16 elements: fine
+    with pytest.raises(ShapeError, match=r"add: shape .*32-bit"):
+        b.alloc("add", (2 ** 32 - 2 ** 8,), dt.float32)      # the last block would wrap
