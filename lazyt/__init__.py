@@ -18,7 +18,7 @@ if "numpy" not in _sys.modules:
 from .backends.base import Backend
 from .device import devices as _devices
 from . import stack as _stack  # noqa: F401  (builds device stacks)
-from .creation import (arange, empty, empty_like, eye, from_numpy, full, full_like,
+from .creation import (arange, empty, empty_like, eye, from_dlpack, from_numpy, full, full_like,
                        manual_seed, ones, ones_like, rand, rand_like, randint, randn,
                        randn_like, tensor, zeros, zeros_like)
 from .device import Device, device, get_default_device, set_default_device
@@ -33,7 +33,7 @@ from .functional import *  # noqa: F401,F403
 from .functional import __all__ as _functional_all
 from .tensor import Tensor
 from .autodiff import Gradients, is_grad_enabled, no_grad
-from . import fusion, kernels, nn, optim  # noqa: E402  (subpackages)
+from . import fusion, kernels, nn, optim, utils  # noqa: E402  (subpackages)
 
 bool = bool_  # noqa: A001 - `lazyt.bool` names the dtype, as `torch.bool` does
 
@@ -49,10 +49,10 @@ def sync(device=None) -> None:
 __all__ = [
     "Backend", "Device", "Dispatch", "DispatchTensor", "DType", "Tensor", "arange", "bool",
     "bool_", "device", "empty", "empty_like", "eye", "float16", "float32", "float64",
-    "from_numpy", "full", "full_like", "get_default_device", "int32", "int64", "manual_seed",
+    "from_dlpack", "from_numpy", "full", "full_like", "get_default_device", "int32", "int64", "manual_seed",
     "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like",
     "set_default_device", "sync", "tensor", "zeros", "zeros_like", "LazytError", "ShapeError",
     "DTypeError", "DeviceError", "IndexOutOfRangeError", "InvalidArgumentError", "MissingImplError", "GradError",
     "FusionError", "MetadataMismatchError", "KernelLanguageError", "KernelCompileError",
-    "Gradients", "is_grad_enabled", "no_grad", "fusion", "kernels", "nn", "optim",
+    "Gradients", "is_grad_enabled", "no_grad", "fusion", "kernels", "nn", "optim", "utils",
 ] + list(_functional_all)
