@@ -1,6 +1,11 @@
-"""`lazyt.optim`: optimizers that update `lazyt.nn` parameters from `Gradients`."""
+"""`lazyt.optim`: optimizers that update `lazyt.nn` parameters from `Gradients` (Burn's flow)
+or from each parameter's accumulated `.grad` (torch's), learning-rate schedulers
+(`lazyt.optim.lr_scheduler`), and optimizer state saving (`save_state` / `load_state`)."""
+from . import lr_scheduler
 from .adam import Adam, AdamW
 from .optimizer import Optimizer, OptimizerError
+from .serialization import load_state, save_state
 from .sgd import SGD
 
-__all__ = ["Optimizer", "OptimizerError", "SGD", "Adam", "AdamW"]
+__all__ = ["Optimizer", "OptimizerError", "SGD", "Adam", "AdamW", "lr_scheduler",
+           "save_state", "load_state"]

@@ -1,23 +1,35 @@
-"""`Optimizer`: the base of SGD/Adam/AdamW. `opt.step(grads)` reads each parameter's gradient
-from the `Gradients` that `loss.backward()` returned and rebinds the parameter to its new value
-(detached), so the same Parameter objects stay in the model."""
+"""`Optimizer`: the base of SGD/Adam/AdamW, for both training flows.
+
+Burn's: `opt.step(grads)` reads each parameter's gradient from the `Gradients` that
+`loss.backward()` returned (or from a mapping Parameter -> Tensor). torch's: `opt.step()` reads
+each parameter's accumulated `p.grad`, and `opt.zero_grad()` clears it. Either way the parameter
+is rebound to its new value (detached), so the same Parameter objects stay in the model.
+`state_dict()` / `load_state_dict()` use torch's layout, with parameters named by index."""
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
+from ..autodiff import Gradients
 from ..autodiff import no_grad as _no_grad
+from ..creation import tensor as _tensor
+from ..creation import zeros as _zeros
 from ..errors import LazytError
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
 
 
 class OptimizerError(LazytError, ValueError):
-    """Bad optimizer arguments: no parameters, a non-Parameter, a negative learning rate."""
+    """Bad optimizer or scheduler arguments: no parameters, a non-Parameter, a negative learning
+    rate, a state dict that does not fit the optimizer."""
 
 
 class Optimizer:
     """Holds parameter groups (dicts with "params" and hyper-parameters) and per-parameter
     state; subclasses implement `update(param, grad, group, state) -> new value`."""
+
+    # Per-parameter state kept as Python numbers (host-side, no device sync per step) and
+    # exported by `state_dict()` as 0-d float32 tensors, as torch exports Adam's `step`.
+    scalar_state: tuple = ("step",)
 
     def __init__(self, params: Iterable, defaults: dict):
         self.defaults = dict(defaults)
@@ -60,16 +72,25 @@ class Optimizer:
             raise OptimizerError(f"{type(self).__name__}: weight_decay must be >= 0, got "
                                  f"{group['weight_decay']}")
 
-    def _grad_lookup(self, grads):
-        """A function param -> gradient Tensor or None, for `Gradients` or a mapping."""
+    # ------------------------------------------------------------------ gradients
+    def _grad_lookup(self, grads) -> Callable[[Parameter], Tensor | None]:
+        """A function param -> gradient Tensor or None, for each accepted form of `grads`."""
+        if grads is None:
+            return lambda p: p.grad
+        if isinstance(grads, Gradients):  # before Mapping: a Gradients may one day be one
+            return grads.get
         if isinstance(grads, Mapping):
             by_id = {id(k): v for k, v in grads.items()}
             return lambda p: by_id.get(id(p))
-        return lambda p: p.grad(grads)
+        raise OptimizerError(f"{type(self).__name__}.step: expected None (use each parameter's "
+                             "accumulated .grad), the Gradients returned by loss.backward(), "
+                             f"or a mapping Parameter -> Tensor; got {type(grads).__name__}")
 
-    def step(self, grads: Any) -> None:
-        """Update every parameter that has a gradient in `grads` (the `Gradients` returned by
-        `backward()`, or a mapping Parameter -> Tensor). Parameters without one are skipped."""
+    def step(self, grads: Any = None) -> None:
+        """Update every parameter that has a gradient: with no argument, its accumulated
+        `p.grad` (torch's flow); else its gradient in `grads`, the `Gradients` returned by
+        `loss.backward()` or a mapping Parameter -> Tensor (Burn's flow). Parameters without a
+        gradient are skipped."""
         lookup = self._grad_lookup(grads)
         with _no_grad():
             self._step(lookup)
@@ -90,8 +111,94 @@ class Optimizer:
                 new = self.update(p.detach(), g.detach().to(p.dtype), group, state)
                 p.assign(new, cast=True)
 
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear the accumulated gradient of every parameter that has one: `p.grad = None`, or
+        with `set_to_none=False` zeros of the parameter's shape and dtype on its device (as
+        torch, a parameter without a gradient keeps None)."""
+        for group in self.param_groups:
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                p.grad = None if set_to_none else _zeros(p.shape, dtype=p.dtype,
+                                                          device=p.device)
+
     def update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> Tensor:
+        """The new value of `p` from its gradient `g`; may read and write `state`."""
         raise NotImplementedError
+
+    # ------------------------------------------------------------------ state dict
+    def _indexed_params(self) -> list[Parameter]:
+        """All parameters in group order: a parameter's index in the state dict."""
+        return [p for g in self.param_groups for p in g["params"]]
+
+    def state_dict(self) -> dict:
+        """torch's layout: `{"state": {index: {name: value}}, "param_groups": [{hyper-params,
+        "params": [indices]}]}`; tensors are shared, not copied (lazyt tensors are immutable)."""
+        groups, index = [], 0
+        for g in self.param_groups:
+            hp = {k: v for k, v in g.items() if k != "params"}
+            hp["params"] = list(range(index, index + len(g["params"])))
+            index += len(g["params"])
+            groups.append(hp)
+        state = {}
+        for i, p in enumerate(self._indexed_params()):
+            s = self.state.get(id(p))
+            if s:
+                state[i] = {k: _tensor(float(v), device="cpu") if k in self.scalar_state else v
+                            for k, v in s.items()}
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict: Mapping) -> None:
+        """Take the hyper-parameters and per-parameter state of `state_dict` (from
+        `state_dict()` of an optimizer over parameters of the same shapes, in the same groups);
+        raises `OptimizerError` naming the group, parameter or state entry that does not fit."""
+        name = f"{type(self).__name__}.load_state_dict"
+        if not isinstance(state_dict, Mapping) or not {"state", "param_groups"} <= set(state_dict):
+            raise OptimizerError(f"{name}: expected a dict with 'state' and 'param_groups', got "
+                                 f"{_describe(state_dict)}")
+        saved_groups = list(state_dict["param_groups"])
+        if len(saved_groups) != len(self.param_groups):
+            raise OptimizerError(f"{name}: the state dict has {len(saved_groups)} parameter "
+                                 f"groups, this optimizer has {len(self.param_groups)}")
+        index_to_param: dict[int, Parameter] = {}
+        for gi, (saved, group) in enumerate(zip(saved_groups, self.param_groups)):
+            ids = list(saved.get("params", ()))
+            if len(ids) != len(group["params"]):
+                raise OptimizerError(f"{name}: group {gi} has {len(ids)} parameters in the "
+                                     f"state dict, {len(group['params'])} in this optimizer")
+            index_to_param.update(zip((int(i) for i in ids), group["params"]))
+        new_state: dict[int, dict] = {}
+        for key, saved in state_dict["state"].items():
+            p = index_to_param.get(int(key))
+            if p is None:
+                raise OptimizerError(f"{name}: state for parameter {key}, which no group of the "
+                                     f"state dict lists (indices {sorted(index_to_param)})")
+            new_state[id(p)] = {k: self._load_value(name, key, k, v, p) for k, v in saved.items()}
+        new_groups = []
+        for saved, group in zip(saved_groups, self.param_groups):
+            full = {k: v for k, v in group.items() if k != "params"}
+            full.update({k: v for k, v in saved.items() if k != "params"})
+            full["params"] = group["params"]
+            self._check(full)
+            new_groups.append(full)
+        self.param_groups, self.state = new_groups, new_state
+
+    def _load_value(self, call: str, index, key: str, value, p: Parameter):
+        """One state entry, fitted to parameter `p`: scalars back to numbers, tensors checked
+        against p's shape and moved to its device and dtype."""
+        if key in self.scalar_state:
+            if isinstance(value, Tensor):
+                if value.numel() != 1:
+                    raise OptimizerError(f"{call}: state {key!r} of parameter {index} should be "
+                                         f"a number, got a tensor of shape {value.shape}")
+                value = value.item()
+            return int(round(value)) if float(value).is_integer() else float(value)
+        if not isinstance(value, Tensor):
+            return value
+        if value.shape != p.shape:
+            raise OptimizerError(f"{call}: state {key!r} of parameter {index} has shape "
+                                 f"{value.shape}, the parameter has shape {p.shape}")
+        return value.detach().to(p.device).to(p.dtype)
 
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
@@ -99,3 +206,8 @@ class Optimizer:
             hp = ", ".join(f"{k}={v}" for k, v in g.items() if k != "params")
             lines.append(f"  group {i}: {len(g['params'])} params, {hp}")
         return "\n".join(lines) + "\n)"
+
+
+def _describe(value) -> str:
+    return f"{type(value).__name__} with keys {sorted(map(str, value))}" \
+        if isinstance(value, Mapping) else type(value).__name__

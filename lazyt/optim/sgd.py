@@ -9,6 +9,8 @@ from .optimizer import Optimizer, OptimizerError
 
 
 class SGD(Optimizer):
+    """SGD as torch.optim.SGD; with momentum its state is `momentum_buffer`."""
+
     def __init__(self, params: Iterable, lr: float = 1e-3, momentum: float = 0.0,
                  dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
                  maximize: bool = False):
