@@ -7,7 +7,8 @@ as one fused block through `inner.run_fused`; everything else through the inner 
 
 - `inspect()`: a context manager whose `Report` lists the blocks run, the ops in each, kernels
   launched, bytes written and plan-cache hits/misses.
-- `draw(path, device=None)`: the pending graph as DOT (PNG where graphviz or matplotlib is).
+- `draw(path, device=None)`: the pending graph through graphviz (`.dot`, `.svg`, `.png` or
+  `.pdf` by the path's extension); returns the `graphviz.Digraph`.
 - `LAZYT_DEBUG=2` prints each fused block's generated code when it is compiled;
   `LAZYT_DEBUG=1` keeps where every op was recorded (for error messages).
 - `LAZYT_NUM_THREADS` caps the threads numpy's fused blocks use (default: the cores, max 8).
