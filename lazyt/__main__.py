@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy
 
 import lazyt
+from lazyt.device import install_hint
 
 
 def _info() -> int:
@@ -21,7 +22,7 @@ def _info() -> int:
     print(f"  cpu   numpy {numpy.__version__}: devices: cpu")
     for base, module in (("wgpu", "wgpu"), ("cuda", "pycuda")):
         if importlib.util.find_spec(module) is None:
-            print(f"  {base:<5} not installed (pip install 'lazyt[{base}]')")
+            print(f"  {base:<5} not installed ({install_hint(base)})")
             continue
         if importlib.util.find_spec(f"lazyt.backends.{base}") is None:
             print(f"  {base:<5} package '{module}' found; backend not in this build")

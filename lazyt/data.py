@@ -2,11 +2,14 @@
 op taking a list or a number upload), and the process's random generator."""
 from __future__ import annotations
 
+import operator
+import reprlib
+
 import numpy as np
 
 from . import dtype as dt
 from .dtype import DType
-from .errors import DTypeError, ShapeError
+from .errors import DTypeError, InvalidArgumentError, ShapeError
 
 # Small integer types numpy may hand us, and where lazyt stores them.
 _WIDEN = {np.dtype(np.int8): dt.int32, np.dtype(np.int16): dt.int32,
@@ -46,11 +49,31 @@ def host_array(data, dtype: DType | None = None) -> np.ndarray:
 
 # ---------------------------------------------------------------------- random numbers
 _generator = [np.random.default_rng()]
+# The seeds torch takes: a negative one stands for its 64-bit two's complement.
+SEED_MIN, SEED_MAX = -(1 << 63), (1 << 64) - 1
 
 
 def manual_seed(seed: int) -> None:
-    """Make `rand`, `randn`, `randint` (and dropout) reproducible."""
-    _generator[0] = np.random.default_rng(seed)
+    """Make `rand`, `randn`, `randint` (and dropout) reproducible. `seed` is an integer (a
+    Python or numpy int, not a bool) in [-2**63, 2**64 - 1], the range torch takes; a negative
+    seed means seed + 2**64, as in torch (-1 and 2**64 - 1 give the same numbers). Anything
+    else raises `InvalidArgumentError`."""
+    _generator[0] = np.random.default_rng(_seed_value(seed))
+
+
+def _seed_value(seed) -> int:
+    """`seed` as the non-negative 64-bit integer numpy's generator is seeded with."""
+    expected = "manual_seed: expected an integer seed in [-2**63, 2**64 - 1]"
+    if isinstance(seed, (bool, np.bool_)):
+        raise InvalidArgumentError(f"{expected}, got the bool {seed!r}")
+    try:
+        value = operator.index(seed)
+    except TypeError:
+        raise InvalidArgumentError(f"{expected}, got {reprlib.repr(seed)} of type "
+                                   f"{type(seed).__name__}") from None
+    if not SEED_MIN <= value <= SEED_MAX:
+        raise InvalidArgumentError(f"{expected}, got {reprlib.repr(value)}, out of range")
+    return value % (1 << 64)
 
 
 def generator() -> np.random.Generator:

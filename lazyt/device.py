@@ -17,6 +17,12 @@ CHECKPOINTING = ("balanced", "none")
 _EXTRAS = {"wgpu": ("wgpu", "wgpu"), "cuda": ("pycuda", "cuda")}
 
 
+def install_hint(extra: str) -> str:
+    """The command that adds an optional part of lazyt. It installs this project from its
+    checkout: `lazyt` on the public package index is an unrelated project."""
+    return f'pip install -e ".[{extra}]" in the lazyt checkout'
+
+
 class Device:
     """A base backend (`cpu` = numpy, `wgpu`, `cuda`) with an index and the layer switches.
 
@@ -125,7 +131,7 @@ def _check_available(base: str, index: int) -> None:
     module, extra = _EXTRAS[base]
     if importlib.util.find_spec(module) is None:
         raise DeviceError(f"device: the {base} backend needs the '{module}' package; "
-                          f"install it with: pip install 'lazyt[{extra}]'")
+                          f"install it with: {install_hint(extra)}")
     if importlib.util.find_spec(f"lazyt.backends.{base}") is None:  # pragma: no cover
         raise DeviceError(f"device: the {base} backend is not part of this lazyt build yet")
 

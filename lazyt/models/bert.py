@@ -379,7 +379,7 @@ class SentenceEncoder:
             from tokenizers import Tokenizer
         except ImportError:
             raise CheckpointError("SentenceEncoder needs the `tokenizers` package: "
-                                  "pip install 'lazyt[models]'") from None
+                                  "pip install -e \".[models]\" in the lazyt checkout") from None
         directory = Path(directory)
         path = directory / "tokenizer.json"
         if not path.is_file():

@@ -11,7 +11,8 @@ from .parameter import Parameter
 
 
 class Linear(Module):
-    """An affine map over the last dim: `weight` [out_features, in_features], `bias` [out]."""
+    """An affine map over the last dim: `weight` [out_features, in_features], `bias` [out].
+    The input must have the weight's dtype (as in torch): a mismatch raises `DTypeError`."""
 
     def __init__(self, in_features: int, out_features: int, bias: bool = True,
                  device=None, dtype=None):
@@ -32,21 +33,36 @@ class Linear(Module):
         if x.ndim == 0 or x.shape[-1] != w.shape[1]:
             raise ShapeError(f"Linear: input of shape {x.shape} does not end with "
                              f"in_features={w.shape[1]}")
+        if x.dtype is not w.dtype:  # as torch: no silent promotion to a wider result
+            raise DTypeError(f"Linear: input dtype {x.dtype.name} does not match the weight's "
+                             f"{w.dtype.name} (input shape {x.shape}); "
+                             + _convert_hint(x.dtype, w.dtype))
         if x.dtype is dt.bool_:
             raise DTypeError(f"Linear: not supported for bool input (shape {x.shape})")
-        if x.dtype is not w.dtype:  # promote as matmul does
-            d = dt.promote(x.dtype, w.dtype)
-            x, w = x.to(d), w.to(d)
         b = self.bias
         if b is None:
             return Dispatch.helper("linear", x, w)
-        if b.dtype is not w.dtype or b.shape != w.shape[:1]:  # promote / broadcast as + does
+        if b.dtype is not w.dtype:
+            raise DTypeError(f"Linear: bias dtype {b.dtype.name} does not match the weight's "
+                             f"{w.dtype.name}; give both parameters one dtype")
+        if b.shape != w.shape[:1]:  # broadcast as + does
             return Dispatch.helper("linear", x, w) + b
         return Dispatch.helper("linear", x, w, b)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
                 f"bias={self.bias is not None}")
+
+
+_CONVERT = {dt.float32: "x.float()", dt.float64: "x.double()", dt.float16: "x.half()"}
+
+
+def _convert_hint(got: dt.DType, weight: dt.DType) -> str:
+    """How to make an input of dtype `got` fit a layer whose weight has dtype `weight`."""
+    convert = _CONVERT.get(weight, f"x.to(lazyt.{weight.name})")
+    if not got.is_float:
+        return f"convert with {convert}"
+    return f"convert with {convert} or build the layer with dtype=lazyt.{got.name}"
 
 
 class Identity(Module):

@@ -1,6 +1,6 @@
 """The CUDA backend: CUDA C++ kernels compiled by NVRTC and run through pycuda, matmul through
 cuBLAS/cuBLASLt. `lazyt.device("cuda:N")` runs on GPU N of `list_devices()`; it needs
-`pip install 'lazyt[cuda]'` (pycuda, cuda-bindings, nvmath-python) and an NVIDIA driver."""
+`pip install -e ".[cuda]"` (pycuda, cuda-bindings, nvmath-python) and an NVIDIA driver."""
 from __future__ import annotations
 
 import threading

@@ -40,7 +40,7 @@ BIAS_ALIGNMENT = 16
 _INT32_MAX = (1 << 31) - 1
 _OP_N, _OP_T = 0, 1                  # cublasOperation_t: CUBLAS_OP_N, CUBLAS_OP_T
 _ITEMSIZE = {"float32": 4, "float64": 8, "float16": 2}
-_INSTALL = "pip install 'lazyt[cuda]'"
+_INSTALL = 'pip install -e ".[cuda]" in the lazyt checkout'
 
 
 class BlasUnavailable(LazytError):

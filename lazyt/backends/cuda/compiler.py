@@ -49,7 +49,8 @@ def _nvrtc():
             from cuda.bindings import nvrtc as mod
         except ImportError as e:
             raise DeviceError(f"cuda: compiling kernels needs NVIDIA's cuda-bindings (NVRTC): "
-                              f"{e}; install it with: pip install 'lazyt[cuda]'") from None
+                              f"{e}; install it with: "
+                              'pip install -e ".[cuda]" in the lazyt checkout') from None
         _NVRTC["mod"] = mod
     return mod
 

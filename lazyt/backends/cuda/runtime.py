@@ -30,12 +30,12 @@ def driver():
             import pycuda.driver as drv
         except ImportError as e:
             raise DeviceError(f"cuda: the cuda backend needs pycuda ({e}); install it with: "
-                              "pip install 'lazyt[cuda]'") from None
+                              'pip install -e ".[cuda]" in the lazyt checkout') from None
         version = tuple(getattr(pycuda, "VERSION", (0, 0))[:2])
         if version < MIN_PYCUDA:
             raise DeviceError(f"cuda: pycuda {'.'.join(map(str, version))} is too old for CUDA "
                               f"13; install pycuda >= {'.'.join(map(str, MIN_PYCUDA))} with: "
-                              "pip install 'lazyt[cuda]'")
+                              'pip install -e ".[cuda]" in the lazyt checkout')
         try:
             drv.init()
         except Exception as e:  # no driver, no device

@@ -71,7 +71,7 @@ def adapters() -> list:
                 import wgpu
             except ImportError as e:  # pragma: no cover - checked by lazyt.device first
                 raise DeviceError(f"wgpu: the 'wgpu' package is not importable ({e}); install it "
-                                  "with: pip install 'lazyt[wgpu]'") from None
+                                  'with: pip install -e ".[wgpu]" in the lazyt checkout') from None
             try:
                 found = list(wgpu.gpu.enumerate_adapters_sync())
             except Exception as e:  # a broken driver install: report it, do not crash
