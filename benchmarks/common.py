@@ -3,7 +3,7 @@
 Every script prints one JSON line per measurement with the same keys, so `run_all.py` can put
 them into one table: `bench`, `name`, `device`, `lazyt_ms`, `reference` (what lazyt is compared
 with), `reference_ms`, `ratio` (lazyt time / reference time: below 1 is faster), and `goal`
-(the issue's bound on the ratio, when there is one), plus free-form extra fields.
+(the project's bound on the ratio, when there is one), plus free-form extra fields.
 """
 from __future__ import annotations
 

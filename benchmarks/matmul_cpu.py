@@ -1,6 +1,6 @@
 """512x512 matmul + bias + ReLU, forward + backward, on cpu: the fused extension op of
 examples/custom_kernel against the same computation written by hand in numpy, and against
-torch on the CPU when it is installed. Goal (issue): lazyt <= 1.5x numpy's time.
+torch on the CPU when it is installed. Goal: lazyt <= 1.5x numpy's time.
 
     python benchmarks/matmul_cpu.py [--size 512] [--runs 9]
 """
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
         xs = [t.detach().require_grad() for t in (ta, tb, tc)]
         out = matmul_add_relu_custom(*xs)
         grads = out.backward(tw)
-        return [x.grad(grads).numpy() for x in xs]
+        return [grads.get(x).numpy() for x in xs]
 
     ref = numpy_fwd_bwd()
     got = lazyt_fwd_bwd()

@@ -5,7 +5,7 @@ L2 normalization, read back to the host. lazyt runs on each `--device` given; th
 a plain torch implementation of the same BERT (F.linear, F.scaled_dot_product_attention,
 F.layer_norm, exact GELU) under `torch.inference_mode()`, on the CPU for `cpu` and on CUDA for a
 GPU device, when torch is importable. Prints one JSON line per lazyt variant in the format of
-`common.emit` (`ratio` = lazyt time / torch time; the issue's goal, >= 0.8x torch's throughput,
+`common.emit` (`ratio` = lazyt time / torch time; the project's goal, >= 0.8x torch's throughput,
 is `ratio <= 1.25`; `throughput_ratio` gives it the other way round). Timings are wall-clock
 medians after a warm-up, each candidate's runs back to back; both use all cores unless
 `--threads N`.
@@ -50,7 +50,7 @@ from common import emit  # noqa: E402
 from lazyt.models import BertModel, l2_normalize, mean_pooling, random_bert  # noqa: E402
 from lazyt.nn import to_checkpoint_state  # noqa: E402
 
-#: The issue's goal, lazyt >= 0.8x torch's throughput, as a bound on the time ratio.
+#: The goal, lazyt >= 0.8x torch's throughput, as a bound on the time ratio.
 GOAL = 1.25
 KERNELS_DIR = Path(__file__).resolve().parents[1] / "examples" / "kernels"
 KERNEL_MAPPING = {"BertSelfAttention": "lazyt/minilm-kernels:FusedQKVSelfAttention",

@@ -5,7 +5,7 @@ lazyt, the reference it is measured against (in the same process), and their rat
 
 Each script prints JSON lines; this collects them, keeps the raw lines (`--json`), and
 normalizes each measurement to: time of lazyt, time of the reference, ratio (lazyt/reference,
-below 1 is faster) and the issue's goal for that ratio. GPU rows run for each GPU device that
+below 1 is faster) and the goal for that ratio. GPU rows run for each GPU device that
 builds here (wgpu on a software adapter runs them with small sizes).
 """
 from __future__ import annotations

@@ -38,8 +38,8 @@ SWITCHES = (
     Switch("LAZYT_NUM_THREADS", "cores, at most 8",
            "threads of the numpy backend's pool (fused blocks, row ops, large copies)"),
     Switch("LAZYT_CHECK_META", "0",
-           "1: compare every custom op's real outputs with its metadata, values included "
-           "(`MetadataMismatchError`)"),
+           "1: also call each custom op's metadata callback again when the op runs (its "
+           "outputs' shapes and dtypes are always compared: `MetadataMismatchError`)"),
     Switch("LAZYT_KERNEL_PATH", "",
            "directories (`os.pathsep`-separated) searched for kernel-hub repos after "
            "`kernel_paths=`"),

@@ -1,6 +1,8 @@
 """Creating tensors: from data, constant fills, ranges and random numbers."""
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from . import dtype as dt
@@ -8,11 +10,23 @@ from .device import resolve
 from .data import generator, host_array, manual_seed  # noqa: F401  (manual_seed: lazyt's)
 from .dispatch import Dispatch, DispatchTensor
 from .dtype import DType
-from .errors import DTypeError, InvalidArgumentError, ShapeError
+from .errors import DeviceError, DTypeError, InvalidArgumentError, ShapeError
 from .functional import shape_args as _shape_args
 from .tensor import Tensor
 
-def tensor(data, dtype=None, device=None) -> Tensor:
+
+def _creates(fn):
+    """Give a creation function torch's `requires_grad=` keyword: the new tensor is made a
+    leaf that requires grad (float dtypes only: `GradError` otherwise)."""
+    @functools.wraps(fn)
+    def create(*args, requires_grad: bool = False, **kwargs) -> Tensor:
+        t = fn(*args, **kwargs)
+        return t.require_grad() if requires_grad else t
+    return create
+
+
+@_creates
+def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor holding a copy of `data` (nested lists, scalars, numpy arrays or tensors).
 
     Python floats become float32, ints int64, bools bool; numpy arrays keep their dtype."""
@@ -31,17 +45,52 @@ def from_numpy(array: np.ndarray, device=None) -> Tensor:
     return tensor(array, device=device)
 
 
+def from_dlpack(ext, device=None) -> Tensor:
+    """A tensor of the values of `ext`, any object with `__dlpack__` (a numpy array, a torch or
+    CuPy tensor in host memory, another lazyt tensor). On the cpu device the memory is shared,
+    not copied (DLPack's contract: the producer must not write to it while the tensor is used;
+    lazyt itself never writes to it); on another device the values are copied there. Device
+    memory (a CUDA tensor) raises `DeviceError`: move it to the host first."""
+    if not hasattr(ext, "__dlpack__"):
+        raise DTypeError(f"from_dlpack: expected an object with __dlpack__ (numpy, torch, "
+                         f"CuPy, lazyt), got {type(ext).__name__}")
+    try:
+        arr = np.from_dlpack(ext)
+    except (BufferError, RuntimeError, TypeError, ValueError) as e:
+        raise DeviceError(f"from_dlpack: cannot import {type(ext).__name__} into host memory "
+                          f"({e}); a tensor in device memory must be moved to the host "
+                          f"first (.cpu())") from None
+    dev = resolve(device)
+    dt.from_numpy(arr.dtype)                    # DTypeError for dtypes lazyt lacks
+    if dev.base != "cpu":
+        return tensor(arr, device=dev)
+    view = arr.view()
+    view.flags.writeable = False
+    return Dispatch.from_numpy(view, dev, Tensor)
+
+
 def _dtype_or(dtype, default: DType) -> DType:
     return default if dtype is None else dt.as_dtype(dtype)
+
+
+#: More elements than any device's memory holds: refused before anything is allocated.
+MAX_NUMEL = 2 ** 48
 
 
 def _check_shape(op: str, shape: tuple) -> tuple:
     if any(s < 0 for s in shape):
         raise ShapeError(f"{op}: negative size in shape {shape}")
+    n = 1
+    for s in shape:
+        n *= s
+    if n >= MAX_NUMEL:
+        raise ShapeError(f"{op}: shape {shape} has {n} elements, more than any device's "
+                         f"memory holds")
     return shape
 
 
-def full(shape, fill_value, dtype=None, device=None) -> Tensor:
+@_creates
+def full(shape, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     shape = _check_shape("full", _shape_args((shape,)) if not isinstance(shape, int)
                          else (shape,))
     if dtype is None:
@@ -52,24 +101,29 @@ def full(shape, fill_value, dtype=None, device=None) -> Tensor:
     return Tensor(dev.backend.full(shape, fill_value, d), dev)
 
 
-def zeros(*shape, dtype=None, device=None) -> Tensor:
+@_creates
+def zeros(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     shape = _check_shape("zeros", _shape_args(shape))
     dev = resolve(device)
     return Tensor(dev.backend.zeros(shape, _dtype_or(dtype, dt.DEFAULT_FLOAT)), dev)
 
 
-def ones(*shape, dtype=None, device=None) -> Tensor:
+@_creates
+def ones(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     shape = _check_shape("ones", _shape_args(shape))
     return full(shape, 1, dtype=_dtype_or(dtype, dt.DEFAULT_FLOAT), device=device)
 
 
-def empty(*shape, dtype=None, device=None) -> Tensor:
+@_creates
+def empty(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     shape = _check_shape("empty", _shape_args(shape))
     dev = resolve(device)
     return Tensor(dev.backend.empty(shape, _dtype_or(dtype, dt.DEFAULT_FLOAT)), dev)
 
 
-def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
+@_creates
+def arange(start, stop=None, step=1, dtype=None, device=None,
+           requires_grad: bool = False) -> Tensor:
     """Values from `start` to `stop` (exclusive) by `step`; int64 unless an argument is a float."""
     if stop is None:
         start, stop = 0, start
@@ -84,26 +138,33 @@ def arange(start, stop=None, step=1, dtype=None, device=None) -> Tensor:
     return Dispatch.from_numpy(arr.astype(d.np), resolve(device), Tensor)
 
 
-def eye(n: int, m: int | None = None, dtype=None, device=None) -> Tensor:
+@_creates
+def eye(n: int, m: int | None = None, dtype=None, device=None,
+        requires_grad: bool = False) -> Tensor:
     if n < 0 or (m is not None and m < 0):
         raise ShapeError(f"eye: sizes must be non-negative, got n={n}, m={m}")
     arr = np.eye(n, m, dtype=_dtype_or(dtype, dt.DEFAULT_FLOAT).np)
     return Dispatch.from_numpy(arr, resolve(device), Tensor)
 
 
-def zeros_like(t: Tensor, dtype=None, device=None) -> Tensor:
+@_creates
+def zeros_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     return zeros(t.shape, dtype=dtype or t.dtype, device=device or t.device)
 
 
-def ones_like(t: Tensor, dtype=None, device=None) -> Tensor:
+@_creates
+def ones_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     return ones(t.shape, dtype=dtype or t.dtype, device=device or t.device)
 
 
-def full_like(t: Tensor, fill_value, dtype=None, device=None) -> Tensor:
+@_creates
+def full_like(t: Tensor, fill_value, dtype=None, device=None,
+              requires_grad: bool = False) -> Tensor:
     return full(t.shape, fill_value, dtype=dtype or t.dtype, device=device or t.device)
 
 
-def empty_like(t: Tensor, dtype=None, device=None) -> Tensor:
+@_creates
+def empty_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     return empty(t.shape, dtype=dtype or t.dtype, device=device or t.device)
 
 
@@ -113,21 +174,29 @@ def _random(op: str, shape, dtype, device, draw) -> Tensor:
     d = _dtype_or(dtype, dt.DEFAULT_FLOAT)
     if not d.is_float:
         raise DTypeError(f"{op}: needs a float dtype, got {d.name}")
-    arr = draw(shape).astype(d.np)
+    try:
+        arr = draw(shape).astype(d.np)
+    except MemoryError:
+        raise DeviceError(f"{op}: out of host memory drawing {d.name} samples of shape "
+                          f"{shape}") from None
     return Dispatch.from_numpy(arr, resolve(device), Tensor)
 
 
-def rand(*shape, dtype=None, device=None) -> Tensor:
+@_creates
+def rand(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Uniform samples in [0, 1)."""
     return _random("rand", shape, dtype, device, lambda s: generator().random(s))
 
 
-def randn(*shape, dtype=None, device=None) -> Tensor:
+@_creates
+def randn(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
     return _random("randn", shape, dtype, device, lambda s: generator().standard_normal(s))
 
 
-def randint(low: int, high: int | None = None, size=(), dtype=None, device=None) -> Tensor:
+@_creates
+def randint(low: int, high: int | None = None, size=(), dtype=None, device=None,
+            requires_grad: bool = False) -> Tensor:
     if high is None:
         low, high = 0, low
     if high <= low:
@@ -138,9 +207,11 @@ def randint(low: int, high: int | None = None, size=(), dtype=None, device=None)
     return Dispatch.from_numpy(arr, resolve(device), Tensor)
 
 
-def rand_like(t: Tensor, dtype=None, device=None) -> Tensor:
+@_creates
+def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     return rand(t.shape, dtype=dtype or t.dtype, device=device or t.device)
 
 
-def randn_like(t: Tensor, dtype=None, device=None) -> Tensor:
+@_creates
+def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     return randn(t.shape, dtype=dtype or t.dtype, device=device or t.device)

@@ -15,7 +15,7 @@ out = Dispatch.fused_matmul_add_relu(a.into_dispatch(), b.into_dispatch(), c.int
 
 `backend_extension` lists the layers the op routes through (`Autodiff`, `Fusion`) and the base
 backends or families it supports (`Numpy`, `Cube`); impls come from `Backend.implement(X)`.
-A call walks the device's stack top-down (DESIGN section 3), each layer with its own
+A call walks the device's stack top-down, each layer with its own
 `run_extension` (`lazyt/autodiff/extension.py`, `lazyt/fusion/extension.py`, the base rule in
 `lazyt/ops/extension.py`):
 - Autodiff: an untracked call passes through; a tracked one runs the registered Autodiff impl

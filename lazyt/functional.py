@@ -294,40 +294,75 @@ def _reduce(op: ReduceOp, name: str, x: DT, dim, keepdim: bool) -> DT:
     return Dispatch.reduce(op, x, dims, keepdim)
 
 
+def _np_args(name: str, x: DT, dim, keepdim, np_kw: dict):
+    """numpy's spellings of a reduction's arguments (`np.sum(t, axis=1)` calls
+    `t.sum(axis=1, dtype=None, out=None)`): `axis` for `dim`, `keepdims` for `keepdim`,
+    `dtype` casts first; `out` cannot be honoured (tensors are immutable)."""
+    if not np_kw:
+        return x, dim, keepdim
+    kw = dict(np_kw)
+    axis = kw.pop("axis", None)
+    if axis is not None:
+        if dim is not None:
+            raise InvalidArgumentError(f"{name}: got both dim={dim!r} and axis={axis!r}")
+        dim = axis
+    keepdims = kw.pop("keepdims", None)
+    if keepdims is not None:
+        keepdim = keepdims
+    dtype = kw.pop("dtype", None)
+    if kw.pop("out", None) is not None:
+        raise InvalidArgumentError(f"{name}: out= is not supported: lazyt tensors are immutable; "
+                                   "use the returned tensor")
+    if kw:
+        raise InvalidArgumentError(f"{name}: unexpected argument(s) "
+                                   f"{', '.join(sorted(kw))}")
+    if dtype is not None:
+        x = to(x, dt.as_dtype(dtype))
+    return x, dim, keepdim
+
+
 @method()
-def sum(x: DT, dim=None, keepdim: bool = False) -> DT:  # noqa: A001
-    """Sum over `dim` (int or tuple; all dims when None). Integers sum in int64."""
+def sum(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:  # noqa: A001
+    """Sum over `dim` (int or tuple; all dims when None). Integers sum in int64. numpy's
+    `axis=`, `keepdims=` and `dtype=` are accepted (so `np.sum(t, axis=0)` works)."""
+    x, dim, keepdim = _np_args("sum", x, dim, keepdim, np_kw)
     return _reduce(ReduceOp.SUM, "sum", x, dim, keepdim)
 
 
 @method()
-def mean(x: DT, dim=None, keepdim: bool = False) -> DT:
+def mean(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:
+    x, dim, keepdim = _np_args("mean", x, dim, keepdim, np_kw)
     return _reduce(ReduceOp.MEAN, "mean", x, dim, keepdim)
 
 
 @method()
-def prod(x: DT, dim=None, keepdim: bool = False) -> DT:
+def prod(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:
+    x, dim, keepdim = _np_args("prod", x, dim, keepdim, np_kw)
     return _reduce(ReduceOp.PROD, "prod", x, dim, keepdim)
 
 
 @method()
-def max(x: DT, dim=None, keepdim: bool = False) -> DT:  # noqa: A001
+def max(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:  # noqa: A001
     """Maximum values over `dim` (values only; see `argmax` for indices)."""
+    x, dim, keepdim = _np_args("max", x, dim, keepdim, np_kw)
     return _reduce(ReduceOp.MAX, "max", x, dim, keepdim)
 
 
 @method()
-def min(x: DT, dim=None, keepdim: bool = False) -> DT:  # noqa: A001
+def min(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:  # noqa: A001
+    x, dim, keepdim = _np_args("min", x, dim, keepdim, np_kw)
     return _reduce(ReduceOp.MIN, "min", x, dim, keepdim)
 
 
 @method()
-def any(x: DT, dim=None, keepdim: bool = False) -> DT:  # noqa: A001
+def any(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:  # noqa: A001
+    x, dim, keepdim = _np_args("any", x, dim, keepdim, np_kw)
     return binary(_B.GT, sum(to(to(x, dt.bool_), dt.int32), dim, keepdim), 0)
 
 
 @method()
-def all(x: DT, dim=None, keepdim: bool = False) -> DT:  # noqa: A001
+def all(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:  # noqa: A001
+    x, dim, keepdim = _np_args("all", x, dim, keepdim, np_kw)
     return binary(_B.EQ, sum(to(logical_not(x), dt.int32), dim, keepdim), 0)
 
 
@@ -350,18 +385,26 @@ def _arg(op: ReduceOp, name: str, x: DT, dim, keepdim: bool) -> DT:
 
 
 @method()
-def argmax(x: DT, dim=None, keepdim: bool = False) -> DT:
+def argmax(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:
+    x, dim, keepdim = _np_args("argmax", x, dim, keepdim, np_kw)
     return _arg(ReduceOp.ARGMAX, "argmax", x, dim, keepdim)
 
 
 @method()
-def argmin(x: DT, dim=None, keepdim: bool = False) -> DT:
+def argmin(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:
+    x, dim, keepdim = _np_args("argmin", x, dim, keepdim, np_kw)
     return _arg(ReduceOp.ARGMIN, "argmin", x, dim, keepdim)
 
 
 @method()
-def var(x: DT, dim=None, keepdim: bool = False, *, correction=None, unbiased=None) -> DT:
-    """Variance over `dim`; unbiased (`correction=1`) by default, as in torch and Burn."""
+def var(x: DT, dim=None, keepdim: bool = False, *, correction=None, unbiased=None,
+        **np_kw) -> DT:
+    """Variance over `dim`; unbiased (`correction=1`) by default, as in torch and Burn
+    (numpy's `np.var(t)` passes `ddof=0`, its own default, which is honoured)."""
+    if "ddof" in np_kw:
+        np_kw = dict(np_kw)
+        correction = np_kw.pop("ddof")
+    x, dim, keepdim = _np_args("var", x, dim, keepdim, np_kw)
     if correction is None:
         correction = 1 if unbiased is None or unbiased else 0
     x = floating(x)
@@ -373,8 +416,10 @@ def var(x: DT, dim=None, keepdim: bool = False, *, correction=None, unbiased=Non
 
 
 @method()
-def std(x: DT, dim=None, keepdim: bool = False, *, correction=None, unbiased=None) -> DT:
-    return unary(UnaryOp.SQRT, var(x, dim, keepdim, correction=correction, unbiased=unbiased))
+def std(x: DT, dim=None, keepdim: bool = False, *, correction=None, unbiased=None,
+        **np_kw) -> DT:
+    return unary(UnaryOp.SQRT, var(x, dim, keepdim, correction=correction, unbiased=unbiased,
+                                   **np_kw))
 
 
 # ---------------------------------------------------------------------- movement

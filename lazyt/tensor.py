@@ -7,16 +7,19 @@ methods generated from op declarations.
 """
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from . import dtype as dt
 from . import functional as F
 from . import ops
 from . import shape as sh
+from .device import Device
 from .device import device as _device
 from .dispatch import Dispatch, DispatchTensor
 from .dtype import DType
-from .errors import DTypeError, GradError, ShapeError
+from .errors import DeviceError, DTypeError, GradError, InvalidArgumentError, ShapeError
 from .functional import (cat, gather, index_add, index_select, matmul,  # noqa: F401
                          scatter_add, stack, where)  # (also importable from here, as before)
 from .indexing import getitem
@@ -29,7 +32,16 @@ class Tensor(DispatchTensor):
     """An n-dimensional array on a device. Ops may run lazily; reads (`numpy()`, `item()`,
     printing) execute what is pending. Tensors are immutable."""
 
-    __slots__ = ()
+    __slots__ = ("_grad", "__weakref__")
+
+    def __init__(self, primitive, device):
+        if type(device) is not Device:
+            raise InvalidArgumentError(
+                f"Tensor({primitive!r}, {device!r}): lazyt.Tensor wraps a backend value and "
+                "is not called directly; create tensors with lazyt.tensor(data), "
+                "lazyt.zeros(2, 3), lazyt.empty(2, 3) or lazyt.randn(2, 3)")
+        self.primitive = primitive
+        self.device = device
     __array_ufunc__ = None  # `ndarray + tensor` is computed by lazyt
     __hash__ = object.__hash__
 
@@ -167,12 +179,17 @@ class Tensor(DispatchTensor):
         return Dispatch.contiguous(self)
 
     # ------------------------------------------------------------------ autodiff hooks
-    def require_grad(self) -> "Tensor":
-        """Track this tensor as a leaf of the autodiff graph (in place; returns self)."""
+    def require_grad(self, requires_grad: bool = True) -> "Tensor":
+        """Track this tensor as a leaf of the autodiff graph (in place; returns self);
+        `require_grad(False)` stops tracking it (torch's `requires_grad_(False)`)."""
+        if not requires_grad:
+            self.primitive = self.device.backend.detach(self.primitive)
+            return self
         if not self.dtype.is_float:
             raise GradError(f"require_grad: only float tensors can require grad, "
                             f"got {self.dtype.name}")
         self.primitive = self.device.backend.require_grad(self.primitive)
+        _register_leaf(self)
         return self
 
     requires_grad_ = require_grad
@@ -181,13 +198,56 @@ class Tensor(DispatchTensor):
     def is_tracked(self) -> bool:
         return self.device.backend.is_tracked(self.primitive)
 
-    requires_grad = is_tracked
+    @property
+    def requires_grad(self) -> bool:
+        """Whether gradients flow to this tensor (a leaf that requires grad, or a result
+        computed from one); assigning True or False is `requires_grad_`."""
+        return self.device.backend.is_tracked(self.primitive)
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        self.require_grad(bool(value))
+
+    @property
+    def is_leaf(self) -> bool:
+        """True for tensors that do not come from a tracked op (torch's `is_leaf`)."""
+        return self.device.backend.leaf_id(self.primitive) is not None or \
+            not self.device.backend.is_tracked(self.primitive)
 
     def detach(self) -> "Tensor":
         return Tensor(self.device.backend.detach(self.primitive), self.device)
 
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """DLPack export of a cpu tensor's values (read-only: consumers must not write);
+        `np.from_dlpack(t)` and `torch.from_dlpack(t)` share its memory."""
+        if self.device.base != "cpu":
+            raise DeviceError(f"__dlpack__: only cpu tensors are exported through DLPack, "
+                              f"this one is on {self.device}; use .cpu() first")
+        kwargs = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device),
+                                    ("copy", copy)) if v is not None}
+        return self.numpy().__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        if self.device.base != "cpu":
+            raise DeviceError(f"__dlpack_device__: only cpu tensors are exported through "
+                              f"DLPack, this one is on {self.device}")
+        return (1, 0)      # kDLCPU, device 0
+
+    def cpu(self) -> "Tensor":
+        """This tensor on the cpu device (itself when it is there; differentiable)."""
+        return self if self.device.base == "cpu" else self.to("cpu")
+
+    def cuda(self, index: int | None = None) -> "Tensor":
+        """This tensor on `cuda:index` (default: the current tensor's GPU, else cuda:0)."""
+        if index is None:
+            index = self.device.index if self.device.base == "cuda" else 0
+        target = _device(f"cuda:{int(index)}")
+        return self if self.device is target else self.to(target)
+
     def backward(self, grad: "Tensor | None" = None):
-        """Backpropagate from this tensor; returns the `Gradients` of the graph's leaves."""
+        """Backpropagate from this tensor. Returns the `Gradients` of the graph's leaves
+        (`grads[x]` reads one: Burn's flow) and adds each leaf's gradient into its `.grad`
+        (torch's flow: reset it with `opt.zero_grad()` or `x.grad = None`)."""
         g = None
         if grad is not None:
             grad = F.as_tensor(grad, self)
@@ -195,10 +255,40 @@ class Tensor(DispatchTensor):
                 raise ShapeError(f"backward: seed gradient shape {grad.shape} differs from the "
                                  f"tensor's shape {self.shape}")
             g = F.to(grad, self.dtype).primitive
-        return self.device.backend.backward(self.primitive, g)
+        grads = self.device.backend.backward(self.primitive, g)
+        _accumulate(grads)
+        return grads
 
-    def grad(self, grads) -> "Tensor | None":
-        """This leaf's gradient in `grads` (None when it has none)."""
+    @property
+    def grad(self) -> "Tensor | None":
+        """The gradient accumulated into this leaf by `backward()` calls (None before the
+        first one, or after `x.grad = None` / `opt.zero_grad()`), as in torch.
+
+        Burn's spelling reads one backward pass's gradient from the `Gradients` it returned:
+        `grads[x]` (or `grads.get(x)`, None when x has none). The accumulated gradient is
+        also callable with a `Gradients`, so `x.grad(grads)` keeps working where x has a
+        gradient."""
+        return getattr(self, "_grad", None)
+
+    @grad.setter
+    def grad(self, value) -> None:
+        if value is None:
+            self._grad = None
+            return
+        if not isinstance(value, DispatchTensor):
+            raise GradError(f"grad: expected a tensor or None, got {type(value).__name__}")
+        if tuple(value.shape) != tuple(self.shape):
+            raise ShapeError(f"grad: assigned gradient of shape {tuple(value.shape)} for a "
+                             f"tensor of shape {tuple(self.shape)}")
+        self._grad = AccumulatedGrad.of(self, value.primitive, value.device)
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    def _grad_in(self, grads) -> "Tensor | None":
+        """This leaf's gradient in one backward pass's `grads` (None when it has none);
+        `Gradients.get(tensor)` and `grads[tensor]` call this."""
         g = self.device.backend.grad(self.primitive, grads)
         return None if g is None else Tensor(g, self.device)
 
@@ -302,6 +392,50 @@ class Tensor(DispatchTensor):
 
 
 Tensor._result_type = Tensor  # ops on subclasses (nn.Parameter) return plain tensors
+
+
+class AccumulatedGrad(Tensor):
+    """A leaf's accumulated gradient (`x.grad`): a tensor that, called with a `Gradients`,
+    gives the leaf's gradient in it (`x.grad(grads)`, the spelling before `.grad` became
+    torch's attribute)."""
+
+    __slots__ = ("_owner",)
+
+    @classmethod
+    def of(cls, owner: Tensor, primitive, device) -> "AccumulatedGrad":
+        g = cls(primitive, device)
+        g._owner = weakref.ref(owner)
+        return g
+
+    def __call__(self, grads):
+        owner = self._owner()
+        return None if owner is None else owner._grad_in(grads)
+
+
+#: Leaves that require grad, by autodiff node id: `backward()` adds their gradients into
+#: their `.grad`. Weak: a dropped tensor leaves the registry.
+_LEAVES: "weakref.WeakValueDictionary[int, Tensor]" = weakref.WeakValueDictionary()
+
+
+def _register_leaf(t: Tensor) -> None:
+    nid = t.device.backend.leaf_id(t.primitive)
+    if nid is not None:
+        _LEAVES[nid] = t
+
+
+def _accumulate(grads) -> None:
+    """Add each leaf's gradient of one backward pass into its `.grad` (torch's flow)."""
+    from .autodiff import no_grad
+    items = grads.leaf_items() if hasattr(grads, "leaf_items") else ()
+    with no_grad():
+        for nid, g in items:
+            t = _LEAVES.get(nid)
+            if t is None or t.device.backend.leaf_id(t.primitive) != nid:
+                continue   # dropped, or rebound to another leaf since
+            old = getattr(t, "_grad", None)
+            if old is not None and old.device is t.device:
+                g = F.binary(_B.ADD, old, Tensor(g, t.device)).primitive
+            t._grad = AccumulatedGrad.of(t, g, t.device)
 
 
 def _install_methods() -> None:

@@ -16,7 +16,7 @@ CPU = [lazyt.device("cpu"), lazyt.device("cpu", fusion=False)]
 def test_clamp_gradient_flows_at_the_bounds_like_torch(dev):
     x = lazyt.tensor([-1.0, -0.5, 0.0, 0.5, 1.0], device=dev).require_grad()
     g = x.clamp(-0.5, 0.5).sum().backward()
-    np.testing.assert_array_equal(x.grad(g).numpy(), [0, 1, 1, 1, 0])
+    np.testing.assert_array_equal(g.get(x).numpy(), [0, 1, 1, 1, 0])
     y = lazyt.tensor([float("nan"), 3.0], device=dev)
     np.testing.assert_array_equal(y.clamp(0, 1).numpy(), [np.nan, 1.0])
 

@@ -103,6 +103,13 @@ class Autodiff(Backend):
                             f"a {d.name} tensor of shape {self.inner.shape_of(x)}")
         return AT(x, Node(next_node_id(), (), Requirement.GRAD, self.inner))
 
+    def leaf_id(self, x: Primitive):
+        """The node id of `x` when it is a leaf that requires grad (`Requirement.GRAD`, no
+        parents), else None."""
+        if type(x) is AT and x.node.requirement is Requirement.GRAD and not x.node.parents:
+            return x.node.id
+        return None
+
     def is_tracked(self, x: Primitive) -> bool:
         return type(x) is AT and x.node.requirement is not Requirement.NONE
 

@@ -10,7 +10,7 @@ from .node import Node, NodeId
 
 class Gradients:
     """Gradients of a backward pass: intermediates are consumed by their op's backward step,
-    leaves (`Requirement.GRAD`) stay and are read with `Tensor.grad(grads)`.
+    leaves (`Requirement.GRAD`) stay and are read with `grads[x]` / `grads.get(x)`.
 
     Values are primitives of the backend that holds the node (the Autodiff layer's inner
     backend), so they can be used with that backend directly.
@@ -52,8 +52,28 @@ class Gradients:
         self._grads[key] = backend.binary(BinaryOp.ADD, old, grad)
 
     def get(self, node: Node | NodeId) -> Any | None:
-        """The gradient of `node`, or None when it has none."""
+        """The gradient of `node`, or None when it has none. Given a tensor (`grads.get(x)`),
+        its gradient as a tensor."""
+        read = getattr(node, "_grad_in", None)
+        if read is not None:
+            return read(self)
         return self._grads.get(self._id(node))
+
+    def __getitem__(self, key):
+        """`grads[x]`: the gradient of the tensor `x` (or of a node) in this pass; `GradError`
+        when it has none (it does not require grad, or the result does not depend on it)."""
+        value = self.get(key)
+        if value is None:
+            what = f"node {key}" if isinstance(key, int) else \
+                f"tensor of shape {tuple(getattr(key, 'shape', ()))}"
+            raise GradError(f"Gradients: no gradient for this {what}: it does not require "
+                            "grad, or the result backward ran from does not depend on it "
+                            "(grads.get(x) returns None instead)")
+        return value
+
+    def leaf_items(self) -> list:
+        """(node id, gradient) of every gradient still held (after backward: the leaves')."""
+        return list(self._grads.items())
 
     def remove(self, node: Node | NodeId) -> Any | None:
         """Remove and return the gradient of `node` (None when it has none)."""

@@ -71,6 +71,10 @@ class Backend:
         raise GradError("require_grad: this device has no autodiff layer "
                         "(create it with lazyt.device(..., autodiff=True))")
 
+    def leaf_id(self, x: Primitive):
+        """The autodiff node id of `x` when it is a leaf that requires grad, else None."""
+        return None
+
     def is_tracked(self, x: Primitive) -> bool:
         return False
 

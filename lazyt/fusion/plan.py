@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..backends.fused import FusedBlock, run_generic
+from ..errors import MetadataMismatchError
 from .handle import Failure, Handles
 from .ir import CUSTOM
 
@@ -19,14 +20,29 @@ def _custom(b, op, *xs):
     if n == 1:
         if isinstance(out, (list, tuple)):
             if len(out) != 1:
-                raise ValueError(f"{op.name}: returned {len(out)} outputs, its metadata "
-                                 "declares 1")
-            return out[0]
+                raise MetadataMismatchError(f"{op.name}: returned {len(out)} outputs, its "
+                                            "metadata declares 1")
+            out = out[0]
+        _check_output(b, op, 0, out)
         return out
     if not isinstance(out, (list, tuple)) or len(out) != n:
         got = len(out) if isinstance(out, (list, tuple)) else 1
-        raise ValueError(f"{op.name}: returned {got} outputs, its metadata declares {n}")
+        raise MetadataMismatchError(f"{op.name}: returned {got} outputs, its metadata "
+                                    f"declares {n}")
+    for i, o in enumerate(out):
+        _check_output(b, op, i, o)
     return tuple(out)
+
+
+def _check_output(b, op, i: int, out) -> None:
+    """A custom op's real output against what its metadata declared when it was recorded
+    (a tuple compare: always on; every later op was planned with the declared shape)."""
+    ir = op.outputs[i]
+    shape, dtype = tuple(b.shape_of(out)), b.dtype_of(out)
+    if shape != ir.shape or dtype is not ir.dtype:
+        raise MetadataMismatchError(
+            f"{op.name}: output {i} is {shape}:{dtype.name} but the metadata declared "
+            f"{ir.shape}:{ir.dtype.name}")
 
 
 # kind -> fn(inner backend, OperationIr, *input primitives) -> output primitive(s); the Fusion

@@ -11,7 +11,7 @@ import numpy as np
 
 from ..creation import tensor as _tensor
 from ..errors import DTypeError, GradError, ShapeError
-from ..tensor import Tensor
+from ..tensor import Tensor, _register_leaf
 
 
 class Parameter(Tensor):
@@ -35,7 +35,8 @@ class Parameter(Tensor):
         try:
             self.primitive = self.device.backend.require_grad(self.primitive)
         except GradError:
-            pass  # a device without an autodiff layer: the parameter is used for inference only
+            return  # a device without an autodiff layer: the parameter is used for inference only
+        _register_leaf(self)
 
     @property
     def trainable(self) -> bool:

@@ -33,7 +33,7 @@ def _mlp_steps(dev, steps: int, record: dict):
         last = loss.item()
         first = last if first is None else first
         with no_grad():
-            params = [(p - p.grad(grads) * 0.05).require_grad() for p in params]
+            params = [(p - grads.get(p) * 0.05).require_grad() for p in params]
         del h, logp, loss, grads, w1, b1, w2, b2
         if step in record:
             gc.collect()

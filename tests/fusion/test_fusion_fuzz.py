@@ -228,7 +228,7 @@ def _run(program, device, arrays, *, grad: bool, loss_dtype=lazyt.float64, apply
                 loss = term if loss is None else loss + term
         if loss is not None:
             g = loss.backward()
-            grads = [None if t.grad(g) is None else t.grad(g).numpy() for t in leaves]
+            grads = [None if g.get(t) is None else g.get(t).numpy() for t in leaves]
     values = {k: (v if isinstance(v, np.ndarray) else v.numpy()) for k, v in outputs.items()}
     return values, grads
 

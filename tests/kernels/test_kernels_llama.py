@@ -38,7 +38,7 @@ def _layouts(model):
 def _grads(model, ids, weights):
     loss = (model(ids) * weights).sum()
     grads = loss.backward()
-    return {name: p.grad(grads) for name, p in model.named_parameters()}
+    return {name: grads.get(p) for name, p in model.named_parameters()}
 
 
 @pytest.fixture(params=["cpu", "cpu-nofusion"])
@@ -208,5 +208,5 @@ def test_fused_kernel_is_a_backend_extension_with_its_own_backward(llama_dir, ke
     with lazyt.fusion.inspect() as report:
         out = model(ids)
         grads = out.sum().backward()
-        model.lm_head.weight.grad(grads).numpy()
+        grads.get(model.lm_head.weight).numpy()
     assert report.opaque_ops.count("rms_norm_mlp") == 2
