@@ -22,6 +22,7 @@ from .dtype import DType
 from .errors import DeviceError, DTypeError, GradError, InvalidArgumentError, ShapeError
 from .functional import (cat, gather, index_add, index_select, matmul,  # noqa: F401
                          scatter_add, stack, where)  # (also importable from here, as before)
+from . import inplace as _inplace
 from .indexing import getitem
 from .ops import BinaryOp, UnaryOp
 
@@ -30,9 +31,10 @@ _B = BinaryOp
 
 class Tensor(DispatchTensor):
     """An n-dimensional array on a device. Ops may run lazily; reads (`numpy()`, `item()`,
-    printing) execute what is pending. Tensors are immutable."""
+    printing) execute what is pending. Values are immutable: an in-place op (`+=`, `add_`,
+    `x[i] = v`) rebinds the tensor to a new value (`lazyt/inplace.py`)."""
 
-    __slots__ = ("_grad", "__weakref__")
+    __slots__ = ("_grad", "_updates", "__weakref__")
 
     def __init__(self, primitive, device):
         if type(device) is not Device:
@@ -260,6 +262,11 @@ class Tensor(DispatchTensor):
         return grads
 
     @property
+    def _version(self) -> int:
+        """In-place updates of this tensor so far (torch's version counter)."""
+        return getattr(self, "_updates", 0)
+
+    @property
     def grad(self) -> "Tensor | None":
         """The gradient accumulated into this leaf by `backward()` calls (None before the
         first one, or after `x.grad = None` / `opt.zero_grad()`), as in torch.
@@ -412,15 +419,8 @@ class AccumulatedGrad(Tensor):
         return None if owner is None else owner._grad_in(grads)
 
 
-#: Leaves that require grad, by autodiff node id: `backward()` adds their gradients into
-#: their `.grad`. Weak: a dropped tensor leaves the registry.
-_LEAVES: "weakref.WeakValueDictionary[int, Tensor]" = weakref.WeakValueDictionary()
-
-
-def _register_leaf(t: Tensor) -> None:
-    nid = t.device.backend.leaf_id(t.primitive)
-    if nid is not None:
-        _LEAVES[nid] = t
+_LEAVES = _inplace.LEAVES
+_register_leaf = _inplace.register_leaf
 
 
 def _accumulate(grads) -> None:
@@ -443,6 +443,20 @@ def _install_methods() -> None:
     for name, fn in F.METHODS.items():
         if name not in vars(Tensor):
             setattr(Tensor, name, fn)
+
+
+def _install_inplace() -> None:
+    """torch's in-place operators and methods (`lazyt/inplace.py`)."""
+    inplace = _inplace
+    for name, code in inplace.OPERATORS.items():
+        setattr(Tensor, name, inplace._binary_inplace(name, code))
+    Tensor.__itruediv__ = lambda self, o: inplace.rebind(self, inplace._true_div(self, o),
+                                                         "__itruediv__")
+    for name, fn in inplace.METHODS.items():
+        setattr(Tensor, name, fn)
+
+
+_install_inplace()
 
 
 ops.subscribe(lambda op: _install_methods())  # ops declared later bring their methods

@@ -117,13 +117,16 @@ def test_too_many_indices_raises(device):
         T(np.array(1.0), device)[0]
 
 
-def test_tensors_are_immutable(device):
+def test_setitem_updates_in_place_as_numpy_does(device):
     t = T(A, device)
-    with pytest.raises(TypeError):
-        t[0] = 1
-    with pytest.raises(TypeError):
-        t[0, 1:3] = T(np.zeros(2), device)
-    np.testing.assert_array_equal(t.numpy(), A)
+    ref = np.array(A, copy=True)
+    t[0] = 1
+    ref[0] = 1
+    t[0, 1:3] = T(np.full(5, -2.0, np.float32), device)    # broadcast over the indexed rows
+    ref[0, 1:3] = -2.0
+    np.testing.assert_array_equal(t.numpy(), ref)
+    with pytest.raises(lazyt.ShapeError, match="broadcast"):
+        t[0, 1:3] = T(np.zeros(2, np.float32), device)      # numpy refuses this too
 
 
 def check_usable(device):

@@ -110,6 +110,16 @@ class Autodiff(Backend):
             return x.node.id
         return None
 
+    def mark_overwritten(self, x: Primitive) -> None:
+        """`x`'s tensor is being updated in place: a backward step that needs `x`'s value
+        raises `GradError` from now on (torch's version-counter check)."""
+        if type(x) is AT:
+            node = x.node
+            node.overwritten = True
+            saved = node.saved() if node.saved is not None else None
+            if saved is not None:
+                saved.overwritten = True
+
     def is_tracked(self, x: Primitive) -> bool:
         return type(x) is AT and x.node.requirement is not Requirement.NONE
 

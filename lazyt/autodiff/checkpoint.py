@@ -61,12 +61,13 @@ class CheckpointStrategy:
 class Saved:
     """A value held for backward, shared by every op that checkpoints it."""
 
-    __slots__ = ("value", "nbytes", "__weakref__")
+    __slots__ = ("value", "nbytes", "overwritten", "__weakref__")
 
     def __init__(self, value: Any, nbytes: int):
         global _saved_bytes, _saved_count
         self.value = value
         self.nbytes = nbytes
+        self.overwritten = False   # the tensor holding it was updated in place since
         _saved_bytes += nbytes
         _saved_count += 1
 
@@ -164,7 +165,17 @@ class Checkpointer:
             self._require(nid, src)
 
     def retrieve_node_output(self, node_id: NodeId) -> Any:
-        """The value of node `node_id` as its forward produced it (saved or recomputed)."""
+        """The value of node `node_id` as its forward produced it (saved or recomputed).
+        `GradError` when its tensor was updated in place since (torch's version check; the
+        inputs of a recomputation are exempt: their values are immutable, only the tensor
+        objects holding them moved on)."""
+        src = self._sources.get(node_id)
+        if src is not None and (src.overwritten if type(src) is Saved else
+                                src.node.overwritten):
+            raise GradError(f"backward: a value this gradient needs (node {node_id}) was "
+                            "modified by an in-place op after the forward used it; compute out "
+                            "of place (y = y + 1) or take a .clone() first (torch refuses this "
+                            "too)")
         if node_id not in self._values:
             self._materialize(node_id)
         return self._take(node_id)

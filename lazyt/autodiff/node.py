@@ -73,7 +73,7 @@ class Node:
     """
 
     __slots__ = ("id", "parents", "requirement", "backend", "step", "retro", "consumed",
-                 "saved")
+                 "saved", "overwritten")
 
     def __init__(self, id: NodeId, parents: tuple, requirement: Requirement, backend: Any,
                  step: Step | None = None, retro=None):
@@ -85,6 +85,7 @@ class Node:
         self.retro = retro
         self.consumed = False
         self.saved = None  # weak reference to the `Saved` holding this node's value, if any
+        self.overwritten = False  # its tensor was updated in place (`Tensor.add_`, `+=`, ...)
 
     def __repr__(self) -> str:
         state = "consumed" if self.consumed else "leaf" if self.step is None else "op"

@@ -75,6 +75,9 @@ class Backend:
         """The autodiff node id of `x` when it is a leaf that requires grad, else None."""
         return None
 
+    def mark_overwritten(self, x: Primitive) -> None:
+        """`x`'s tensor is being updated in place (the Autodiff layer notes it)."""
+
     def is_tracked(self, x: Primitive) -> bool:
         return False
 

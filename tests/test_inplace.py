@@ -1,0 +1,146 @@
+"""torch's in-place habits: `+=` and friends, `add_ sub_ mul_ div_ copy_ zero_ fill_ clamp_` and
+`x[idx] = v` update the tensor (every name bound to it sees the new value), keep its shape and
+dtype, refuse a leaf that requires grad outside `no_grad`, and make a backward that needs an
+overwritten value raise; the lazy layers keep fusing. On every device present."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lazyt
+from lazyt.errors import DTypeError, GradError, InvalidArgumentError, ShapeError
+
+
+def T(values, device, dtype=np.float32):
+    return lazyt.tensor(np.asarray(values, dtype), device=device)
+
+
+def test_augmented_assignment_updates_every_alias(device):
+    y = T([1.0, 2.0], device)
+    alias = y
+    y += 1
+    y *= 2
+    y -= 1
+    y /= 2
+    assert alias is y and y._version == 4
+    np.testing.assert_allclose(alias.numpy(), [1.5, 2.5])
+
+
+def test_integer_in_place_keeps_the_dtype_and_refuses_float_results(device):
+    i = T([1, 2], device, np.int32)
+    i += 3
+    i *= 2
+    assert i.dtype is lazyt.int32 and i.numpy().tolist() == [8, 10]
+    i //= 3
+    assert i.numpy().tolist() == [2, 3]
+    with pytest.raises(DTypeError, match="cannot be stored in place"):
+        i /= 2
+    with pytest.raises(DTypeError, match="cannot be stored in place"):
+        i += 0.5
+    assert i.numpy().tolist() == [2, 3]              # unchanged by the refused ops
+
+
+def test_in_place_cannot_grow_the_tensor(device):
+    x = T([1.0, 2.0], device)
+    with pytest.raises(ShapeError, match="keeps the tensor's shape"):
+        x += T([[1.0], [2.0]], device)
+    np.testing.assert_allclose(x.numpy(), [1.0, 2.0])
+
+
+def test_methods(device):
+    x = T([[1.0, -2.0], [3.0, 4.0]], device)
+    assert x.add_(1, alpha=2) is x
+    np.testing.assert_allclose(x.numpy(), [[3.0, 0.0], [5.0, 6.0]])
+    x.sub_(T([1.0, 1.0], device)).mul_(2).div_(4)
+    np.testing.assert_allclose(x.numpy(), [[1.0, -0.5], [2.0, 2.5]])
+    x.clamp_(0, 2)
+    np.testing.assert_allclose(x.numpy(), [[1.0, 0.0], [2.0, 2.0]])
+    x.copy_(T([7.0, 8.0], device))                   # broadcast into x's shape
+    np.testing.assert_allclose(x.numpy(), [[7.0, 8.0], [7.0, 8.0]])
+    x.fill_(3)
+    np.testing.assert_allclose(x.numpy(), np.full((2, 2), 3.0))
+    x.zero_()
+    assert x.numpy().sum() == 0 and x.dtype is lazyt.float32 and x._version == 8
+
+
+def test_setitem(device):
+    z = lazyt.zeros(3, 4, device=device)
+    ref = np.zeros((3, 4), np.float32)
+    for key, value in [(1, 5.0), ((slice(None), 2), [1.0, 2.0, 3.0]), ((0, [0, 3]), 7.0),
+                       ((slice(1, None), slice(None, None, 2)), [[8.0, 9.0], [10.0, 11.0]]),
+                       (Ellipsis, 0.5)]:
+        z[key] = lazyt.tensor(np.asarray(value, np.float32), device=device) \
+            if isinstance(value, list) else value
+        ref[key] = value
+        np.testing.assert_allclose(z.numpy(), ref)
+    z[2, 1] = 4.0
+    ref[2, 1] = 4.0
+    mask = z > 1.0
+    z[mask] = -1.0                                     # torch's x[x > t] = v
+    ref[ref > 1.0] = -1.0
+    np.testing.assert_allclose(z.numpy(), ref)
+    with pytest.raises(InvalidArgumentError, match="twice"):
+        z[0, [1, 1]] = 2.0
+    with pytest.raises(ShapeError, match="broadcast"):
+        z[0] = lazyt.ones(3, device=device)
+
+
+def test_setitem_of_ints_and_bools(device):
+    i = T([1, 2, 3], device, np.int64)
+    i[1] = 20
+    assert i.numpy().tolist() == [1, 20, 3] and i.dtype is lazyt.int64
+    b = lazyt.tensor([True, False, True], device=device)
+    b[0] = False
+    assert b.numpy().tolist() == [False, False, True]
+
+
+def test_leaf_requiring_grad_only_in_no_grad(device):
+    w = T([1.0, 2.0], device).require_grad()
+    with pytest.raises(GradError, match="leaf"):
+        w += 1
+    with pytest.raises(GradError, match="leaf"):
+        w[0] = 3.0
+    (w * w).sum().backward()
+    with lazyt.no_grad():                              # the manual SGD step
+        w -= 0.25 * w.grad
+    assert w.requires_grad and w.is_leaf
+    np.testing.assert_allclose(w.numpy(), [0.5, 1.0])
+    w.grad = None
+    (w * w).sum().backward()                           # the updated leaf still gets gradients
+    np.testing.assert_allclose(w.grad.numpy(), [1.0, 2.0])
+
+
+def test_backward_through_an_overwritten_value_raises(device):
+    x = T([1.0, 2.0], device).require_grad()
+    a = x.exp()
+    b = a * a                                         # saves a
+    a += 1
+    with pytest.raises(GradError, match="modified by an in-place op"):
+        b.sum().backward()
+    x2 = T([1.0, 2.0], device).require_grad()
+    y = x2 * 3
+    y += 1                                            # nothing needs y's old value: fine
+    y.sum().backward()
+    np.testing.assert_allclose(x2.grad.numpy(), [3.0, 3.0])
+
+
+def test_gradients_flow_through_setitem(device):
+    x = T([1.0, 2.0, 3.0], device).require_grad()
+    v = T([10.0], device).require_grad()
+    y = x * 1
+    y[1] = v[0] * 2
+    g = (y * y).sum().backward()
+    np.testing.assert_allclose(g[x].numpy(), [2.0, 0.0, 6.0])
+    np.testing.assert_allclose(g[v].numpy(), [80.0])
+
+
+def test_in_place_chains_stay_fused():
+    dev = lazyt.device("cpu")
+    x = lazyt.tensor(np.arange(8, dtype=np.float32), device=dev)
+    y = x * 1
+    with lazyt.fusion.inspect() as report:
+        y += 1
+        y *= 2
+        y -= 3
+        y.numpy()
+    assert report.kernels == 1
