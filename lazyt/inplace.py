@@ -61,6 +61,11 @@ def rebind(t, new, op: str):
     t._updates = getattr(t, "_updates", 0) + 1
     if leaf:
         register_leaf(t)
+    owner = getattr(t, "_owner", None)
+    if owner is not None and type(t).__name__ == "DataAlias":   # `p.data` writes through
+        from .autodiff import no_grad
+        with no_grad():
+            rebind(owner, t, op)
     return t
 
 

@@ -262,6 +262,22 @@ class Tensor(DispatchTensor):
         return grads
 
     @property
+    def data(self) -> "Tensor":
+        """This tensor's values without gradient tracking (torch's `.data`): in-place ops on it
+        (`p.data.mul_(0.5)`, `p.data -= lr * g`, `p.data.copy_(w)`) update this tensor, and a
+        leaf that requires grad stays one. Assigning a tensor of the same shape replaces the
+        values the same way (`p.data = w`)."""
+        alias = DataAlias(self.device.backend.detach(self.primitive), self.device)
+        alias._owner = self
+        return alias
+
+    @data.setter
+    def data(self, value) -> None:
+        from .autodiff import no_grad
+        with no_grad():
+            _inplace.rebind(self, value, "data")
+
+    @property
     def _version(self) -> int:
         """In-place updates of this tensor so far (torch's version counter)."""
         return getattr(self, "_updates", 0)
@@ -399,6 +415,12 @@ class Tensor(DispatchTensor):
 
 
 Tensor._result_type = Tensor  # ops on subclasses (nn.Parameter) return plain tensors
+
+
+class DataAlias(Tensor):
+    """`t.data`: an untracked view of `t`'s value whose in-place updates go to `t`."""
+
+    __slots__ = ("_owner",)
 
 
 class AccumulatedGrad(Tensor):

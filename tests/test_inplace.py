@@ -144,3 +144,20 @@ def test_in_place_chains_stay_fused():
         y -= 3
         y.numpy()
     assert report.kernels == 1
+
+
+def test_data_writes_through_without_tracking(device):
+    p = lazyt.nn.Parameter(lazyt.ones(3, device=device))
+    (p * p).sum().backward()
+    p.data -= 0.5 * p.grad                           # torch's manual step through .data
+    np.testing.assert_allclose(p.numpy(), [0.0, 0.0, 0.0])
+    assert p.requires_grad and p.is_leaf
+    p.data.copy_(T([1.0, 2.0, 3.0], device))          # in-place on .data reaches p
+    p.data.mul_(2)
+    np.testing.assert_allclose(p.numpy(), [2.0, 4.0, 6.0])
+    p.data = lazyt.zeros(3, device=device)
+    np.testing.assert_allclose(p.numpy(), [0.0, 0.0, 0.0])
+    p.grad = None
+    (p + 1).sum().backward()
+    np.testing.assert_allclose(p.grad.numpy(), [1.0, 1.0, 1.0])
+    assert not p.data.requires_grad

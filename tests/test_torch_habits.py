@@ -190,3 +190,18 @@ def test_dlpack_onto_another_device_copies(device):
     if device.base != "cpu":
         with pytest.raises(lazyt.DeviceError, match="cpu"):
             t.__dlpack__()
+
+
+def test_burn_step_hands_the_pass_over_and_torch_step_accumulates(device):
+    lin = lazyt.nn.Linear(3, 2, device=device)
+    opt = lazyt.optim.SGD(lin.parameters(), lr=0.1)
+    x = lazyt.ones(4, 3, device=device)
+    for _ in range(3):                                  # Burn's loop: nothing accumulates
+        opt.step(lin(x).sum().backward())
+        assert lin.bias.grad is None and lin.weight.grad is None
+    lin(x).sum().backward()                             # torch's flow: accumulates until reset
+    lin(x).sum().backward()
+    opt.step()
+    np.testing.assert_allclose(lin.bias.grad.numpy(), [8.0, 8.0])
+    opt.zero_grad()
+    assert lin.bias.grad is None

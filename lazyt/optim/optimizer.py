@@ -90,10 +90,26 @@ class Optimizer:
         """Update every parameter that has a gradient: with no argument, its accumulated
         `p.grad` (torch's flow); else its gradient in `grads`, the `Gradients` returned by
         `loss.backward()` or a mapping Parameter -> Tensor (Burn's flow). Parameters without a
-        gradient are skipped."""
+        gradient are skipped.
+
+        Burn's flow hands the pass's gradients over: a parameter whose `.grad` holds exactly
+        that pass's gradient (nothing accumulated before it) gets `.grad = None` after the
+        update, so a loop of `opt.step(loss.backward())` neither accumulates nor keeps last
+        step's gradients alive. Accumulated `.grad` (torch's flow) is left as torch leaves it."""
         lookup = self._grad_lookup(grads)
+        handed_over = []
+        if grads is not None and not isinstance(grads, Mapping):
+            for group in self.param_groups:
+                for p in group["params"]:
+                    acc = p.grad
+                    if acc is not None:
+                        g = grads.get(p)
+                        if g is not None and acc.primitive is g.primitive:
+                            handed_over.append(p)
         with _no_grad():
             self._step(lookup)
+        for p in handed_over:
+            p.grad = None
 
     def _step(self, lookup) -> None:
         for group in self.param_groups:
