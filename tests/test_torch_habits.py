@@ -205,3 +205,46 @@ def test_burn_step_hands_the_pass_over_and_torch_step_accumulates(device):
     np.testing.assert_allclose(lin.bias.grad.numpy(), [8.0, 8.0])
     opt.zero_grad()
     assert lin.bias.grad is None
+
+
+# ---------------------------------------------------------------- int64 where it is 32-bit
+def _wgpu():
+    try:
+        d = lazyt.device("wgpu")
+        d.backend  # noqa: B018
+        return d
+    except lazyt.DeviceError:
+        return None
+
+
+WGPU = _wgpu()
+
+
+@pytest.mark.skipif(WGPU is None, reason="no wgpu adapter (CI has the software Vulkan one)")
+@pytest.mark.parametrize("name, fn", [
+    ("add", lambda d: lazyt.tensor([2 ** 31 - 1], device=d) + 1),
+    ("sub", lambda d: lazyt.tensor([-(2 ** 31)], device=d) - 1),
+    ("mul", lambda d: lazyt.tensor([70000], device=d) * 70000),
+    ("neg", lambda d: -lazyt.tensor([-(2 ** 31)], device=d)),
+    ("pow", lambda d: lazyt.tensor([2], device=d) ** 31),
+    ("cast", lambda d: lazyt.tensor([3e9], device=d).to(lazyt.int64)),
+    ("sum", lambda d: lazyt.tensor([2 ** 30, 2 ** 30], device=d).sum()),
+    ("cumsum", lambda d: lazyt.tensor([2 ** 30, 2 ** 30], device=d).cumsum(0)),
+    ("matmul", lambda d: lazyt.tensor([[2 ** 20, 2 ** 20]], device=d)
+     @ lazyt.tensor([[2 ** 12], [2 ** 12]], device=d)),
+    ("mul", lambda d: lazyt.tensor([2 ** 30], device=d) * 2 + 5),       # inside a fused chain
+])
+def test_wgpu_int64_never_wraps_silently(name, fn):
+    with pytest.raises(lazyt.DTypeError, match=f"{name}: .*fit in int64 on wgpu.*32 bits"):
+        fn(WGPU).numpy()
+    np.testing.assert_array_equal((lazyt.tensor([2 ** 31 - 2], device=WGPU) + 1).numpy(),
+                                  [2 ** 31 - 1])               # in range: exact, and usable
+
+
+@pytest.mark.skipif(WGPU is None, reason="no wgpu adapter (CI has the software Vulkan one)")
+def test_wgpu_int64_in_range_matches_cpu():
+    a = np.array([3, -7, 1000, 2 ** 10], np.int64)
+    for f in (lambda t: t * 3 - 1, lambda t: (t ** 2).sum(), lambda t: -t, lambda t: t // 7,
+              lambda t: t.cumsum(0)):
+        np.testing.assert_array_equal(f(lazyt.tensor(a, device=WGPU)).numpy(),
+                                      f(lazyt.tensor(a)).numpy())

@@ -48,6 +48,23 @@ _SPLIT_CHUNK = 8192
 ROW_WG = 128
 
 _I32 = np.iinfo(np.int32)
+
+#: int64 on a runtime that stores it in 32 bits (WGSL): the ops whose result can leave the
+#: 32-bit range, and the condition (over the operands' compute values v0, v1) that it did.
+#: Arithmetic wraps in 32 bits, so the checks read the wrapped result.
+_I32_MIN = "(-2147483647 - 1)"
+_BINARY_OVERFLOW = {
+    BinaryOp.ADD: "((v0 ^ (v0 + v1)) & (v1 ^ (v0 + v1))) < 0",
+    BinaryOp.SUB: "((v0 ^ v1) & (v0 ^ (v0 - v1))) < 0",
+    BinaryOp.MUL: f"(v0 != 0 && (v0 * v1) / v0 != v1) || (v0 == -1 && v1 == {_I32_MIN}) || "
+                  f"(v1 == -1 && v0 == {_I32_MIN})",
+    BinaryOp.FLOOR_DIV: f"v0 == {_I32_MIN} && v1 == -1",
+    BinaryOp.POW: "v1 > 0 && abs({f0}) > 1.0 && {f1} * log2(abs({f0})) >= 30.999",
+}
+_UNARY_OVERFLOW = {UnaryOp.NEG: f"v0 == {_I32_MIN}", UnaryOp.ABS: f"v0 == {_I32_MIN}"}
+#: Sums of magnitudes (float32) from which an int64 accumulation may leave 32 bits: 2^31 less
+#: a margin for float32 rounding, so a result that does not fit is never missed.
+_I32_BOUND = 2.0 ** 31 - 2.0 ** 21
 _F32, _F32_BITS = struct.Struct("<f"), struct.Struct("<I")
 
 
@@ -273,6 +290,8 @@ class CubeBackend(Backend):
         return out
 
     def unary(self, op: UnaryOp, x: CubeTensor) -> CubeTensor:
+        if op in _UNARY_OVERFLOW and self._narrow(x.dtype):
+            self._check_flags(op.value, "the result", _UNARY_OVERFLOW[op], [x], x.shape)
         return self._elementwise("unary", self.renderer.unary_kernel(op, x.dtype), [x],
                                  x.dtype, x.shape)
 
@@ -288,6 +307,11 @@ class CubeBackend(Backend):
         dtype = lhs.dtype if isinstance(lhs, CubeTensor) else rhs.dtype
         kernel = self.renderer.binary_kernel(op, dtype)
         ops, shape = self._operands(op.value, [lhs, rhs], dtype)
+        if op in _BINARY_OVERFLOW and self._narrow(dtype):
+            f = self.renderer.type_of(dt.float32).compute
+            cond = _BINARY_OVERFLOW[op].format(f0=self.renderer.convert(f, "v0"),
+                                               f1=self.renderer.convert(f, "v1"))
+            self._check_flags(op.value, "the result", cond, ops, shape)
         return self._elementwise("binary", kernel, ops, binary_out_dtype(op, dtype), shape)
 
     def where(self, cond: CubeTensor, lhs, rhs) -> CubeTensor:
@@ -306,8 +330,76 @@ class CubeBackend(Backend):
         src, dst = self.renderer.type_of(x.dtype), self.renderer.type_of(dtype)
         if src == dst:  # the same storage and compute (int32 <-> int64 in WGSL): a view
             return CubeTensor(x.client, x.device, x.shape, x.strides, x.handle, dtype, x.offset)
+        if x.dtype in (dt.float32, dt.float64) and self._narrow(dtype):
+            self._check_flags("cast", f"a {x.dtype.name} value cast to {dtype.name}",
+                              "v0 >= 2147483648.0 || v0 < -2147483648.0", [x], x.shape)
         return self._elementwise("cast", self.renderer.cast_kernel(x.dtype, dtype), [x], dtype,
                                  x.shape)
+
+    # ------------------------------------------------------------------ int64 in 32 bits
+    def _narrow(self, dtype: DType) -> bool:
+        """Whether `dtype` is int64 stored in fewer bits on this runtime (WGSL's i32)."""
+        return dtype is dt.int64 and self.storage_of(dtype).itemsize < 8
+
+    def _needs_int64_checks(self, block) -> bool:
+        """Whether a fused block computes int64 values that must be range checked here (such a
+        block runs op by op, through the checked primitives)."""
+        cached = block.cache.get(("int64_checks", self.lang))
+        if cached is None:
+            cached = False
+            if self.storage_of(dt.int64).itemsize < 8:
+                from .renderer import operand_dtype
+                for ins in block.instrs:
+                    src = operand_dtype(block, ins.operands[0])
+                    if ((ins.kind == "binary" and ins.op in _BINARY_OVERFLOW)
+                            or (ins.kind == "unary" and ins.op in _UNARY_OVERFLOW)) \
+                            and src is dt.int64:
+                        cached = True
+                    if ins.kind == "cast" and ins.dtype is dt.int64 and src.is_float:
+                        cached = True
+            block.cache[("int64_checks", self.lang)] = cached
+        return cached
+
+    def _overflow_message(self, op: str, what: str, may: bool = False) -> str:
+        why = ("; the magnitudes it accumulates reach 2^31 and this device cannot check the "
+               "exact value" if may else "")
+        return (f"{op}: {what} {'may not fit' if may else 'does not fit'} in int64 on "
+                f"{self.device}, which stores int64 in 32 bits ({_I32.min}..{_I32.max}){why}; "
+                f"compute it on cpu or cuda (real 64-bit integers), or in float32/float64")
+
+    def _check_flags(self, op: str, what: str, cond: str, ops: list, shape: tuple) -> None:
+        """Evaluate `cond` (over the operands' compute values) per element; if it holds for
+        any, the next read raises `DTypeError` naming the op."""
+        if not shape or math.prod(shape):
+            types = tuple(self.renderer.type_of(o.dtype if isinstance(o, CubeTensor) else
+                                                dt.int64) for o in ops)
+            flags = self.elementwise(("range_check", op, "flags"), self.renderer.as_bool(cond),
+                                     ops, list(types), dt.bool_, tuple(shape))
+            self._raise_if_any(flags, self._overflow_message(op, what))
+
+    def _check_bound(self, op: str, magnitude: CubeTensor) -> None:
+        """`magnitude` bounds (in float32) the absolute values an int64 result computed
+        here passes through; the next read raises when one may leave 32 bits."""
+        flags = self.binary(BinaryOp.GE, magnitude, _I32_BOUND)
+        self._raise_if_any(flags, self._overflow_message(op, "the int64 result", may=True))
+
+    def _magnitude(self, x: CubeTensor) -> CubeTensor:
+        """|x| in float32 (exact bounds for 32-bit integers up to float32 rounding)."""
+        return self.unary(UnaryOp.ABS, self.cast(x, dt.float32))
+
+    def _raise_if_any(self, flags: CubeTensor, message: str) -> None:
+        n = flags.num_elements
+        if n == 0:
+            return
+        flat = self.reshape(self.contiguous(flags), (n,))
+        anyf = self.reduce(ReduceOp.MAX, flat, (0,), True)
+        view = CubeTensor(anyf.client, anyf.device, (1,), (1,), anyf.handle, dt.int32,
+                          anyf.offset)
+        slot = self.client.error_slot(lambda v: message, error=DTypeError)
+        p = self._template("check_index", {"index": self._index_type(view)})
+        self.client.launch(p, self.groups_for(1), [view, self.client.errors_binding,
+                                                   info_words([1, 1, view.offset, slot, 1,
+                                                               1, 1])])
 
     # ------------------------------------------------------------------ fused blocks
     def _scalar_words(self, value, dtype: DType) -> tuple:
@@ -338,7 +430,7 @@ class CubeBackend(Backend):
     def run_fused(self, block, inputs: Sequence, scalars: Sequence) -> list:
         """One generated kernel per fused elementwise block (split when it would bind more
         storage buffers than the device allows)."""
-        if any(x is None for x in inputs):
+        if any(x is None for x in inputs) or self._needs_int64_checks(block):
             return run_generic(self, block, inputs, scalars)
         limit = self.client.limits.max_storage_buffers
         if len(block.inputs) + len(block.outputs) + 1 > limit:
@@ -388,6 +480,16 @@ class CubeBackend(Backend):
     # ------------------------------------------------------------------ reductions
     def reduce(self, op: ReduceOp, x: CubeTensor, dims: tuple, keepdim: bool) -> CubeTensor:
         out_dtype = reduce_out_dtype(op, x.dtype)
+        if op in (ReduceOp.SUM, ReduceOp.PROD) and self._narrow(out_dtype) and \
+                x.dtype is not dt.bool_ and x.num_elements:
+            mag = self._magnitude(x)
+            if op is ReduceOp.SUM:
+                self._check_bound(op.value, self.reduce(ReduceOp.SUM, mag, dims, keepdim))
+            else:   # sum of log|x| against 31 ln 2 (a zero gives -inf: no overflow)
+                logs = self.reduce(ReduceOp.SUM, self.unary(UnaryOp.LOG, mag), dims, keepdim)
+                self._raise_if_any(self.binary(BinaryOp.GE, logs, 21.48),
+                                   self._overflow_message(op.value, "the int64 result",
+                                                          may=True))
         out_shape = sh.reduce(x.shape, dims, keepdim)
         keep = [d for d in range(x.ndim) if d not in dims]
         n_out = math.prod(x.shape[d] for d in keep)
@@ -527,6 +629,8 @@ class CubeBackend(Backend):
             inverse = tuple(axes.index(d) for d in range(nd))
             return self.permute(self.cumsum(self.contiguous(self.permute(x, axes)), nd - 1),
                                 inverse)
+        if self._narrow(x.dtype) and x.num_elements:
+            self._check_bound("cumsum", self.cumsum(self._magnitude(x), dim))
         x = self.contiguous(x)
         out = self.alloc("cumsum", x.shape, x.dtype)
         n = x.shape[-1] if nd else 1
@@ -682,6 +786,9 @@ class CubeBackend(Backend):
 
     def _scatter(self, op: str, x: CubeTensor, dim: int, index: CubeTensor, src: CubeTensor,
                  check: CubeTensor) -> CubeTensor:
+        if self._narrow(x.dtype) and x.num_elements:
+            self._check_bound(op, self._scatter(op, self._magnitude(x), dim, index,
+                                                self._magnitude(src), check))
         self._check_index(op, check, x.shape[dim], x.shape)
         out = self.alloc(op, x.shape, x.dtype)
         n = out.num_elements

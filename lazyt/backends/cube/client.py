@@ -169,13 +169,15 @@ class ComputeClient(abc.ABC):
         """Zero the first `n` pairs of `errors_binding`."""
 
     @locked
-    def error_slot(self, message: Callable[[int], str]) -> int:
-        """A slot for one launch's range check; `message(bad_value)` explains a failure. The
-        check is read with the next `read`/`sync` and raised as `IndexOutOfRangeError` there."""
+    def error_slot(self, message: Callable[[int], str],
+                   error: type = IndexOutOfRangeError) -> int:
+        """A slot for one launch's check; `message(bad_value)` explains a failure. The check is
+        read with the next `read`/`sync` and raised there as `error` (an index out of range by
+        default)."""
         self._untaped()
         if len(self._error_msgs) >= ERROR_SLOTS:
             self.sync()
-        self._error_msgs.append(message)
+        self._error_msgs.append((message, error))
         return len(self._error_msgs) - 1
 
     def _raise_errors(self, words: np.ndarray) -> None:
@@ -186,10 +188,10 @@ class ComputeClient(abc.ABC):
                for i in range(len(msgs)) if words[2 * i]]
         self._reset_errors(len(msgs))
         if bad:
-            msg, value = bad[0]
+            (msg, error), value = bad[0]
             more = f" ({len(bad) - 1} more failed checks since the last read)" if len(bad) > 1 \
                 else ""
-            raise IndexOutOfRangeError(msg(value) + more)
+            raise error(msg(value) + more)
 
     # ------------------------------------------------------------------ replay recording
     def _taped_alloc(self, handle) -> None:

@@ -91,6 +91,9 @@ class WgpuBackend(CubeBackend):
         return self._matmul(x, wt, self.contiguous(bias))
 
     def matmul(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
+        if self._narrow(lhs.dtype) and lhs.num_elements and rhs.num_elements:
+            self._check_bound("matmul", self._matmul(self._magnitude(lhs),
+                                                     self._magnitude(rhs), None))
         return self._matmul(lhs, rhs, None)
 
     @_replay.replayable(extra=lambda self: (self.matmul_config, self.matmul_config_small,
