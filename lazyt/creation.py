@@ -47,10 +47,14 @@ def from_numpy(array: np.ndarray, device=None) -> Tensor:
 
 def from_dlpack(ext, device=None) -> Tensor:
     """A tensor of the values of `ext`, any object with `__dlpack__` (a numpy array, a torch or
-    CuPy tensor in host memory, another lazyt tensor). On the cpu device the memory is shared,
-    not copied (DLPack's contract: the producer must not write to it while the tensor is used;
-    lazyt itself never writes to it); on another device the values are copied there. Device
-    memory (a CUDA tensor) raises `DeviceError`: move it to the host first."""
+    CuPy tensor, another lazyt tensor). Host memory is shared, not copied, on the cpu device
+    (DLPack's contract: the producer must not write to it while the tensor is used; lazyt
+    itself never writes to it) and copied to another device. CUDA memory (anything with
+    `__cuda_array_interface__`) is shared with a cuda device (`device`, default "cuda")."""
+    if hasattr(ext, "__cuda_array_interface__"):      # CUDA memory: shared with a cuda device
+        from .interop import from_cuda_array
+        prim, dev = from_cuda_array(ext, device)
+        return Tensor(prim, dev)
     if not hasattr(ext, "__dlpack__"):
         raise DTypeError(f"from_dlpack: expected an object with __dlpack__ (numpy, torch, "
                          f"CuPy, lazyt), got {type(ext).__name__}")

@@ -34,7 +34,7 @@ class Tensor(DispatchTensor):
     printing) execute what is pending. Values are immutable: an in-place op (`+=`, `add_`,
     `x[i] = v`) rebinds the tensor to a new value (`lazyt/inplace.py`)."""
 
-    __slots__ = ("_grad", "_updates", "__weakref__")
+    __slots__ = ("_grad", "_updates", "_exported", "__weakref__")
 
     def __init__(self, primitive, device):
         if type(device) is not Device:
@@ -220,20 +220,36 @@ class Tensor(DispatchTensor):
         return Tensor(self.device.backend.detach(self.primitive), self.device)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """DLPack export of a cpu tensor's values (read-only: consumers must not write);
-        `np.from_dlpack(t)` and `torch.from_dlpack(t)` share its memory."""
-        if self.device.base != "cpu":
-            raise DeviceError(f"__dlpack__: only cpu tensors are exported through DLPack, "
-                              f"this one is on {self.device}; use .cpu() first")
+        """DLPack export (read-only: consumers must not write): `np.from_dlpack(t)` and
+        `torch.from_dlpack(t)` share a cpu tensor's memory; a cuda tensor's capsule is built
+        by CuPy (see `lazyt.interop`). wgpu buffers cannot be shared: use .cpu() first."""
         kwargs = {k: v for k, v in (("max_version", max_version), ("dl_device", dl_device),
                                     ("copy", copy)) if v is not None}
+        if self.device.base == "cuda":
+            from .interop import cuda_dlpack
+            return cuda_dlpack(self, stream, **kwargs)
+        if self.device.base != "cpu":
+            raise DeviceError(f"__dlpack__: {self.device} buffers cannot be shared through "
+                              f"DLPack; use .cpu() first")
         return self.numpy().__dlpack__(**kwargs)
 
     def __dlpack_device__(self):
+        if self.device.base == "cuda":
+            return (2, self.device.index)      # kDLCUDA
         if self.device.base != "cpu":
-            raise DeviceError(f"__dlpack_device__: only cpu tensors are exported through "
-                              f"DLPack, this one is on {self.device}")
+            raise DeviceError(f"__dlpack_device__: {self.device} buffers cannot be shared "
+                              f"through DLPack; use .cpu() first")
         return (1, 0)      # kDLCPU, device 0
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA array interface of a cuda tensor (torch.as_tensor(t, device="cuda") and
+        cupy.asarray(t) share its memory, read-only); other devices have none."""
+        if self.device.base != "cuda":
+            raise AttributeError(f"__cuda_array_interface__: a tensor on {self.device} is not "
+                                 "in CUDA memory")
+        from .interop import cuda_array_interface
+        return cuda_array_interface(self)
 
     def cpu(self) -> "Tensor":
         """This tensor on the cpu device (itself when it is there; differentiable)."""

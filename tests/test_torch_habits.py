@@ -248,3 +248,13 @@ def test_wgpu_int64_in_range_matches_cpu():
               lambda t: t.cumsum(0)):
         np.testing.assert_array_equal(f(lazyt.tensor(a, device=WGPU)).numpy(),
                                       f(lazyt.tensor(a)).numpy())
+
+
+def test_cuda_memory_needs_a_cuda_device_and_other_devices_have_no_cuda_interface(device):
+    class CudaArray:                       # what torch/CuPy CUDA tensors expose
+        __cuda_array_interface__ = {"shape": (2,), "typestr": "<f4", "data": (0, False),
+                                    "version": 3}
+    if device.base != "cuda":
+        with pytest.raises(lazyt.DeviceError, match="CUDA memory"):
+            lazyt.from_dlpack(CudaArray(), device=device)
+        assert not hasattr(lazyt.ones(2, device=device), "__cuda_array_interface__")

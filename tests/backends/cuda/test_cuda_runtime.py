@@ -204,3 +204,32 @@ def test_source_kernel_with_elem_prelude_compiles_for_float16(backend):
     x = backend.alloc("t", (4,), lazyt.float16)
     backend.client.launch(SourceKernel(src, CubeDim(4)), CubeCount(1), [x])
     assert backend.to_numpy(x).tolist() == [2.5] * 4
+
+
+def test_cuda_array_interface_shares_memory_with_torch():
+    torch = pytest.importorskip("torch", reason="torch is the other side of the exchange")
+    x = lazyt.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), device=DEV) * 2
+    tt = torch.as_tensor(x, device="cuda")            # reads __cuda_array_interface__
+    np.testing.assert_array_equal(tt.cpu().numpy(), np.arange(6).reshape(2, 3) * 2)
+    assert tt.data_ptr() == x.__cuda_array_interface__["data"][0]
+    x += 1                                             # rebinding keeps the shared buffer alive
+    np.testing.assert_array_equal(tt.cpu().numpy(), np.arange(6).reshape(2, 3) * 2)
+    src = torch.arange(4, device="cuda", dtype=torch.float32) * 3
+    back = lazyt.from_dlpack(src)                      # zero-copy import
+    assert back.device.base == "cuda"
+    np.testing.assert_array_equal((back + 1).numpy(), [1.0, 4.0, 7.0, 10.0])
+    strided = lazyt.from_dlpack(torch.arange(12, device="cuda", dtype=torch.int64)
+                                .reshape(3, 4).t())
+    np.testing.assert_array_equal(strided.numpy(), np.arange(12).reshape(3, 4).T)
+    assert x.__dlpack_device__() == (2, 0)
+
+
+def test_dlpack_export_through_cupy_or_a_clear_error():
+    x = lazyt.tensor(np.arange(4, dtype=np.float32), device=DEV)
+    try:
+        import cupy
+    except ImportError:
+        with pytest.raises(DeviceError, match="CuPy"):
+            x.__dlpack__()
+        return
+    np.testing.assert_array_equal(cupy.from_dlpack(x).get(), [0.0, 1.0, 2.0, 3.0])
