@@ -11,7 +11,31 @@ from .functional import binary, index_tensor, where
 from .ops import BinaryOp
 
 
+def _is_mask(k) -> bool:
+    return (isinstance(k, DispatchTensor) and k.dtype.name == "bool") or \
+        (isinstance(k, np.ndarray) and k.dtype == np.bool_)
+
+
+def _masked(x: DispatchTensor, mask) -> DispatchTensor:
+    """`x[mask]` for a boolean mask over x's leading dims: the selected elements (or rows),
+    in order, as torch and numpy give them. The output's length depends on the mask's values,
+    so the mask is read now (pending work runs)."""
+    m = Dispatch.to_numpy(mask) if isinstance(mask, DispatchTensor) else np.asarray(mask)
+    shape = x.shape
+    if m.shape != tuple(shape[:m.ndim]):
+        raise IndexOutOfRangeError(f"getitem: boolean mask of shape {m.shape} does not match "
+                                   f"the leading dims of the tensor's shape {shape}")
+    lead = int(np.prod(shape[:m.ndim])) if m.ndim else 1
+    rest = tuple(shape[m.ndim:])
+    flat = Dispatch.reshape(x, (lead,) + rest)
+    picks = np.flatnonzero(m.reshape(-1)).astype(np.int64)
+    idx = Dispatch.from_numpy(picks, x.device, type(x))
+    return Dispatch.helper("index_select", flat, 0, idx)
+
+
 def getitem(x: DispatchTensor, key) -> DispatchTensor:
+    if _is_mask(key):
+        return _masked(x, key)
     if not isinstance(key, tuple):
         key = (key,)
     shape = x.shape

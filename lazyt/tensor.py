@@ -251,6 +251,11 @@ class Tensor(DispatchTensor):
         from .interop import cuda_array_interface
         return cuda_array_interface(self)
 
+    def detach_(self) -> "Tensor":
+        """Stop tracking this tensor, in place (torch's `detach_`); returns it."""
+        self.primitive = self.device.backend.detach(self.primitive)
+        return self
+
     def cpu(self) -> "Tensor":
         """This tensor on the cpu device (itself when it is there; differentiable)."""
         return self if self.device.base == "cpu" else self.to("cpu")

@@ -258,3 +258,20 @@ def test_cuda_memory_needs_a_cuda_device_and_other_devices_have_no_cuda_interfac
         with pytest.raises(lazyt.DeviceError, match="CUDA memory"):
             lazyt.from_dlpack(CudaArray(), device=device)
         assert not hasattr(lazyt.ones(2, device=device), "__cuda_array_interface__")
+
+
+def test_boolean_mask_indexing_and_its_gradient(device):
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    t = lazyt.tensor(a, device=device)
+    np.testing.assert_array_equal(t[t > 2].numpy(), a[a > 2])           # torch's t[t > 2]
+    np.testing.assert_array_equal(t[np.array([False, True])].numpy(), a[[False, True]])
+    x = lazyt.tensor(np.array([1.0, -2.0, 3.0], np.float32), device=device).require_grad()
+    g = (x[x > 0] ** 2).sum().backward()
+    np.testing.assert_allclose(g[x].numpy(), [2.0, 0.0, 6.0])
+    with pytest.raises(lazyt.IndexOutOfRangeError, match="boolean mask"):
+        t[lazyt.tensor([True, False, True], device=device)]
+
+
+def test_detach_in_place(device):
+    x = lazyt.ones(2, requires_grad=True, device=device)
+    assert x.detach_() is x and not x.requires_grad
