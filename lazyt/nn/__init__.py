@@ -3,7 +3,10 @@ from .activation import GELU, ReLU, Sigmoid, SiLU, Tanh
 from .container import ModuleDict, ModuleList, Sequential
 from .dropout import Dropout
 from .embedding import Embedding
+from . import functional
 from .linear import Identity, Linear
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss, L1Loss, MSELoss,
+                   NLLLoss, SmoothL1Loss)
 from .module import LoadResult, Module, ModuleError, StateDictError, functional_call
 from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
@@ -14,5 +17,7 @@ __all__ = [
     "Module", "Parameter", "Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "GELU",
     "SiLU", "ReLU", "Tanh", "Sigmoid", "Dropout", "Sequential", "ModuleList", "ModuleDict",
     "functional_call", "StateDictError", "ModuleError", "CheckpointError", "LoadResult",
-    "to_checkpoint_state", "from_checkpoint_state", "load_checkpoint_state",
+    "to_checkpoint_state", "from_checkpoint_state", "load_checkpoint_state", "functional",
+    "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "MSELoss", "L1Loss",
+    "SmoothL1Loss", "KLDivLoss",
 ]

@@ -1,0 +1,305 @@
+"""`lazyt.nn.functional`: torch's loss functions as composites of Tensor ops (autodiff
+differentiates them), plus the activations in torch's layout (`import lazyt.nn.functional as F`).
+
+Class-index losses read the targets once to reject out-of-range classes (torch raises too);
+everything else stays lazy.
+"""
+from __future__ import annotations
+
+from .. import creation
+from ..errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
+from ..functional import gelu, log_softmax, relu, silu, softmax, where
+from ..tensor import Tensor
+
+__all__ = [
+    "relu", "gelu", "silu", "softmax", "log_softmax",
+    "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
+    "mse_loss", "l1_loss", "smooth_l1_loss", "kl_div",
+]
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+# ---------------------------------------------------------------------- validation
+def _check_reduction(fn: str, reduction, allowed: tuple = _REDUCTIONS) -> None:
+    if reduction not in allowed:
+        raise InvalidArgumentError(f"{fn}: reduction must be one of "
+                                   f"{', '.join(repr(a) for a in allowed)}, got {reduction!r}")
+
+
+def _float_tensor(fn: str, name: str, x) -> Tensor:
+    if not isinstance(x, Tensor):
+        raise DTypeError(f"{fn}: {name} must be a lazyt.Tensor, got {type(x).__name__}")
+    if not x.dtype.is_float:
+        raise DTypeError(f"{fn}: {name} must be a floating-point tensor, got {x.dtype.name} "
+                         f"of shape {x.shape}")
+    return x
+
+
+def _same_shape(fn: str, input: Tensor, target: Tensor) -> None:  # noqa: A002 - torch's name
+    if input.shape != target.shape:
+        raise ShapeError(f"{fn}: target shape {target.shape} must equal input shape "
+                         f"{input.shape}")
+
+
+def _class_weight(fn: str, weight, n_classes: int) -> Tensor | None:
+    if weight is None:
+        return None
+    _float_tensor(fn, "weight", weight)
+    if weight.shape != (n_classes,):
+        raise ShapeError(f"{fn}: weight must have shape ({n_classes},) (one per class), got "
+                         f"{weight.shape}")
+    return weight
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "sum":
+        return loss.sum()
+    if reduction == "mean":
+        return loss.mean()
+    return loss
+
+
+def _class_view(weight: Tensor, ndim: int) -> Tensor:
+    """A (C,) per-class tensor shaped to broadcast along dim 1 of an ndim-rank input."""
+    return weight.reshape(1, weight.shape[0], *([1] * (ndim - 2)))
+
+
+# ---------------------------------------------------------------------- class-index losses
+def _nll_parts(fn: str, logp: Tensor, target, weight, ignore_index: int):
+    """Per-element `-w[t] * logp[t]` (0 where ignored) and the per-element weights `w[t]`
+    (0 where ignored), for `logp` (N, C, d...) and target (N, d...)."""
+    if not isinstance(target, Tensor):
+        raise DTypeError(f"{fn}: target must be a lazyt.Tensor of class indices, got "
+                         f"{type(target).__name__}")
+    if not target.dtype.is_int:
+        raise DTypeError(f"{fn}: class-index target must be an integer tensor (int64 or "
+                         f"int32), got {target.dtype.name} of shape {target.shape}")
+    n_classes = logp.shape[1]
+    expected = (logp.shape[0], *logp.shape[2:])
+    if target.shape != expected:
+        raise ShapeError(f"{fn}: for input of shape {logp.shape} (N, C, d...) the target must "
+                         f"have shape {expected} (N, d...), got {target.shape}")
+    weight = _class_weight(fn, weight, n_classes)
+    ignored = target == ignore_index
+    bad = ~ignored & ((target < 0) | (target >= n_classes))
+    if bad.any().item():
+        raise IndexOutOfRangeError(f"{fn}: target holds class index {target[bad][0].item()}, "
+                                   f"outside [0, {n_classes}) (ignore_index={ignore_index})")
+    safe = where(ignored, 0, target)
+    picked = logp.gather(1, safe.unsqueeze(1)).squeeze(1)
+    if weight is None:
+        w = where(ignored, 0.0, creation.ones_like(picked))
+    else:
+        w = where(ignored, 0.0, weight.to(dtype=picked.dtype)[safe])
+    return where(ignored, 0.0, -picked * w), w, ignored
+
+
+def _batched(fn: str, input: Tensor, target):  # noqa: A002 - torch's name
+    """(input, target, unbatched): a (C,) input with a () target becomes a batch of one."""
+    if input.dim() == 0:
+        raise ShapeError(f"{fn}: input must have shape (C,), (N, C) or (N, C, d...), got ()")
+    if input.dim() == 1:
+        if isinstance(target, Tensor) and target.dtype.is_int:
+            if target.dim() != 0:
+                raise ShapeError(f"{fn}: for unbatched input of shape {input.shape} the target "
+                                 f"must be a scalar class index, got shape {target.shape}")
+            target = target.reshape(1)
+        return input.unsqueeze(0), target, True
+    return input, target, False
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+             ignore_index: int = -100, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of log-probabilities `input` (N, C, d...) at class indices
+    `target` (N, d...); "mean" is `sum(w[t] * loss) / sum(w[t])` over non-ignored elements."""
+    fn = "nll_loss"
+    _check_reduction(fn, reduction)
+    input, target, unbatched = _batched(fn, _float_tensor(fn, "input", input), target)
+    loss, w, _ = _nll_parts(fn, input, target, weight, ignore_index)
+    if reduction == "mean":
+        return loss.sum() / w.sum()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                  ignore_index: int = -100, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Cross entropy of logits `input` (N, C, d...) with class indices (an integer tensor of
+    shape (N, d...)) or class probabilities (a float tensor of input's shape), as torch."""
+    fn = "cross_entropy"
+    _check_reduction(fn, reduction)
+    if not 0.0 <= label_smoothing <= 1.0:
+        raise InvalidArgumentError(f"{fn}: label_smoothing must be in [0, 1], got "
+                                   f"{label_smoothing!r}")
+    input, target, unbatched = _batched(fn, _float_tensor(fn, "input", input), target)
+    n_classes = input.shape[1]
+    logp = log_softmax(input, dim=1)
+    if isinstance(target, Tensor) and target.dtype.is_float:
+        return _cross_entropy_probs(fn, logp, target, weight, reduction, label_smoothing,
+                                    unbatched)
+    loss, w, ignored = _nll_parts(fn, logp, target, weight, ignore_index)
+    if label_smoothing > 0.0:
+        weight = _class_weight(fn, weight, n_classes)
+        wlogp = logp if weight is None else logp * _class_view(weight.to(dtype=logp.dtype),
+                                                                logp.dim())
+        smooth = where(ignored, 0.0, -wlogp.sum(1))
+        eps = label_smoothing
+        if reduction == "mean":
+            total = w.sum()
+            return (1 - eps) * (loss.sum() / total) + (eps / n_classes) * (smooth.sum() / total)
+        loss = (1 - eps) * loss + (eps / n_classes) * smooth
+    elif reduction == "mean":
+        return loss.sum() / w.sum()
+    if reduction == "sum":
+        return loss.sum()
+    return loss.squeeze(0) if unbatched else loss
+
+
+def _cross_entropy_probs(fn: str, logp: Tensor, target: Tensor, weight, reduction: str,
+                         label_smoothing: float, unbatched: bool) -> Tensor:
+    n_classes = logp.shape[1]
+    if unbatched:
+        target = target.unsqueeze(0)
+    if target.shape != logp.shape:
+        raise ShapeError(f"{fn}: probability target must have the input's shape "
+                         f"{tuple(logp.shape[1:]) if unbatched else logp.shape}, got "
+                         f"{tuple(target.shape[1:]) if unbatched else target.shape}")
+    if label_smoothing > 0.0:
+        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+    weight = _class_weight(fn, weight, n_classes)
+    terms = logp * target
+    if weight is not None:
+        terms = terms * _class_view(weight.to(dtype=logp.dtype), logp.dim())
+    if reduction == "mean":
+        return -terms.sum() / (logp.numel() // n_classes)
+    if reduction == "sum":
+        return -terms.sum()
+    loss = -terms.sum(1)
+    return loss.squeeze(0) if unbatched else loss
+
+
+# ---------------------------------------------------------------------- binary losses
+def _elementwise_weight(fn: str, name: str, weight, shape: tuple) -> Tensor | None:
+    if weight is None:
+        return None
+    _float_tensor(fn, name, weight)
+    try:
+        _broadcasts(weight.shape, shape)
+    except ValueError:
+        raise ShapeError(f"{fn}: {name} of shape {weight.shape} does not broadcast to the "
+                         f"input shape {shape}") from None
+    return weight
+
+
+def _broadcasts(small: tuple, big: tuple) -> None:
+    if len(small) > len(big):
+        raise ValueError
+    for s, b in zip(reversed(small), reversed(big)):
+        if s not in (1, b):
+            raise ValueError
+
+
+def _softplus(z: Tensor) -> Tensor:
+    """log(1 + exp(z)) without overflow and with the exact gradient sigmoid(z) at z = 0 (the
+    `relu(z) + log(1 + exp(-|z|))` form has a zero subgradient there); each branch sees only
+    inputs where it is finite, so `where`'s masked gradient stays finite."""
+    pos = z > 0
+    zp = where(pos, z, 0.0)
+    zn = where(pos, 0.0, z)
+    return where(pos, zp + (1 + (-zp).exp()).log(), (1 + zn.exp()).log())
+
+
+def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                         reduction: str = "mean") -> Tensor:
+    """`-w * (t * log(x) + (1 - t) * log(1 - x))` with each log clamped to >= -100 (torch)."""
+    fn = "binary_cross_entropy"
+    _check_reduction(fn, reduction)
+    _float_tensor(fn, "input", input)
+    _float_tensor(fn, "target", target)
+    _same_shape(fn, input, target)
+    weight = _elementwise_weight(fn, "weight", weight, input.shape)
+    log_x = input.log().clamp(min=-100.0)
+    log_1mx = (1 - input).log().clamp(min=-100.0)
+    loss = -(target * log_x + (1 - target) * log_1mx)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
+                                     weight: Tensor | None = None, reduction: str = "mean",
+                                     pos_weight: Tensor | None = None) -> Tensor:
+    """Sigmoid + binary cross entropy in the stable form
+    `(1 - t) * x + (1 + (p - 1) * t) * softplus(-x)` (p = pos_weight, broadcast over classes)."""
+    fn = "binary_cross_entropy_with_logits"
+    _check_reduction(fn, reduction)
+    _float_tensor(fn, "input", input)
+    _float_tensor(fn, "target", target)
+    _same_shape(fn, input, target)
+    weight = _elementwise_weight(fn, "weight", weight, input.shape)
+    pos_weight = _elementwise_weight(fn, "pos_weight", pos_weight, input.shape)
+    nls = _softplus(-input)  # -log(sigmoid(x))
+    if pos_weight is None:
+        loss = (1 - target) * input + nls
+    else:
+        loss = (1 - target) * input + (1 + (pos_weight - 1) * target) * nls
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss, reduction)
+
+
+# ---------------------------------------------------------------------- regression losses
+def _difference(fn: str, input, target, reduction: str) -> Tensor:
+    _check_reduction(fn, reduction)
+    _float_tensor(fn, "input", input)
+    _float_tensor(fn, "target", target)
+    _same_shape(fn, input, target)
+    return input - target
+
+
+def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    """Squared error `(x - y)^2`."""
+    d = _difference("mse_loss", input, target, reduction)
+    return _reduce(d * d, reduction)
+
+
+def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
+    """Absolute error `|x - y|`."""
+    return _reduce(_difference("l1_loss", input, target, reduction).abs(), reduction)
+
+
+def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
+                   beta: float = 1.0) -> Tensor:
+    """`0.5 d^2 / beta` where `|d| < beta`, else `|d| - 0.5 beta` (plain L1 for beta = 0)."""
+    fn = "smooth_l1_loss"
+    d = _difference(fn, input, target, reduction)
+    if beta < 0:
+        raise InvalidArgumentError(f"{fn}: beta must be >= 0, got {beta!r}")
+    a = d.abs()
+    if beta == 0:
+        return _reduce(a, reduction)
+    return _reduce(where(a < beta, (0.5 / beta) * d * d, a - 0.5 * beta), reduction)
+
+
+def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
+           log_target: bool = False) -> Tensor:
+    """KL divergence with log-probabilities `input`: `t * (log t - x)` (0 where t = 0), or
+    `exp(t) * (t - x)` with `log_target`; "batchmean" divides the sum by the batch size."""
+    fn = "kl_div"
+    _check_reduction(fn, reduction, _REDUCTIONS + ("batchmean",))
+    _float_tensor(fn, "input", input)
+    _float_tensor(fn, "target", target)
+    _same_shape(fn, input, target)
+    if log_target:
+        loss = target.exp() * (target - input)
+    else:
+        zero = target == 0
+        tlogt = where(zero, 0.0, target * where(zero, 1.0, target).log())
+        loss = tlogt - target * input
+    if reduction == "batchmean":
+        total = loss.sum()
+        return total / input.shape[0] if input.dim() > 0 else total
+    return _reduce(loss, reduction)
