@@ -1,5 +1,7 @@
 """`lazyt.nn`: modules, parameters and layers for building models, plus checkpoints."""
-from .activation import GELU, ReLU, Sigmoid, SiLU, Tanh
+from .activation import (CELU, ELU, GELU, SELU, Hardsigmoid, Hardswish, Hardtanh, LeakyReLU,
+                         LogSigmoid, Mish, ReLU, ReLU6, Sigmoid, SiLU, Softmin, Softplus,
+                         Softsign, Tanh)
 from .container import ModuleDict, ModuleList, Sequential
 from .dropout import Dropout
 from .embedding import Embedding
@@ -19,5 +21,6 @@ __all__ = [
     "functional_call", "StateDictError", "ModuleError", "CheckpointError", "LoadResult",
     "to_checkpoint_state", "from_checkpoint_state", "load_checkpoint_state", "functional",
     "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "MSELoss", "L1Loss",
-    "SmoothL1Loss", "KLDivLoss",
+    "SmoothL1Loss", "KLDivLoss", "ELU", "CELU", "SELU", "LeakyReLU", "ReLU6", "Hardtanh",
+    "Hardsigmoid", "Hardswish", "Softplus", "Softsign", "Mish", "LogSigmoid", "Softmin",
 ]

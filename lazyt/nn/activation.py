@@ -1,9 +1,10 @@
-"""Activation modules: thin wrappers of the Tensor methods, so they can sit in a Sequential
-and be found (and swapped for kernels) by class name."""
+"""Activation modules: thin wrappers of the Tensor methods and of `lazyt.nn.functional`, so
+they can sit in a Sequential and be found (and swapped for kernels) by class name."""
 from __future__ import annotations
 
-from ..errors import LazytError
+from ..errors import InvalidArgumentError, LazytError
 from ..tensor import Tensor
+from . import functional as F
 from .module import Module
 
 
@@ -43,3 +44,161 @@ class Tanh(Module):
 class Sigmoid(Module):
     def forward(self, x: Tensor) -> Tensor:
         return x.sigmoid()
+
+
+# ---------------------------------------------------------------------- torch's activations
+class _Inplace(Module):
+    """An activation whose torch constructor takes `inplace`: only False is accepted here."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        if inplace:
+            raise InvalidArgumentError(f"{type(self).__name__}: inplace=True is not supported "
+                                       "by the activation modules; they return a new tensor")
+        self.inplace = False
+
+    def _inplace_str(self, sep: str = ", ") -> str:
+        return f"{sep}inplace=True" if self.inplace else ""
+
+
+class ELU(_Inplace):
+    """`x` where x > 0, else `alpha * (exp(x) - 1)`."""
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__(inplace)
+        self.alpha = alpha
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.elu(x, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}{self._inplace_str()}"
+
+
+class CELU(ELU):
+    """`max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.celu(x, self.alpha)
+
+
+class SELU(_Inplace):
+    """Scaled ELU with torch's constants."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.selu(x)
+
+    def extra_repr(self) -> str:
+        return self._inplace_str("")
+
+
+class LeakyReLU(_Inplace):
+    """`x` where x > 0, else `negative_slope * x`."""
+
+    def __init__(self, negative_slope: float = 1e-2, inplace: bool = False):
+        super().__init__(inplace)
+        self.negative_slope = negative_slope
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.leaky_relu(x, self.negative_slope)
+
+    def extra_repr(self) -> str:
+        return f"negative_slope={self.negative_slope}{self._inplace_str()}"
+
+
+class Hardtanh(_Inplace):
+    """`x` limited to [min_val, max_val]."""
+
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+        super().__init__(inplace)
+        if min_val > max_val:
+            raise InvalidArgumentError(f"{type(self).__name__}: min_val ({min_val!r}) must not "
+                                       f"be greater than max_val ({max_val!r})")
+        self.min_val = min_val
+        self.max_val = max_val
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardtanh(x, self.min_val, self.max_val)
+
+    def extra_repr(self) -> str:
+        return f"min_val={self.min_val}, max_val={self.max_val}{self._inplace_str()}"
+
+
+class ReLU6(Hardtanh):
+    """`min(max(0, x), 6)`."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__(0.0, 6.0, inplace)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.relu6(x)
+
+    def extra_repr(self) -> str:
+        return self._inplace_str("")
+
+
+class Hardsigmoid(_Inplace):
+    """0 for x <= -3, 1 for x >= 3, else `x / 6 + 1 / 2`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardsigmoid(x)
+
+
+class Hardswish(_Inplace):
+    """`x * hardsigmoid(x)`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardswish(x)
+
+
+class Mish(_Inplace):
+    """`x * tanh(softplus(x))`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.mish(x)
+
+    def extra_repr(self) -> str:
+        return self._inplace_str("")
+
+
+class Softplus(Module):
+    """`log(1 + exp(beta * x)) / beta`, linear where `beta * x > threshold`."""
+
+    def __init__(self, beta: float = 1.0, threshold: float = 20.0):
+        super().__init__()
+        self.beta = beta
+        self.threshold = threshold
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softplus(x, self.beta, self.threshold)
+
+    def extra_repr(self) -> str:
+        return f"beta={self.beta}, threshold={self.threshold}"
+
+
+class Softsign(Module):
+    """`x / (1 + |x|)`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softsign(x)
+
+
+class LogSigmoid(Module):
+    """`log(sigmoid(x))`, stable for large |x|."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.logsigmoid(x)
+
+
+class Softmin(Module):
+    """`softmax(-x, dim)`."""
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softmin(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"

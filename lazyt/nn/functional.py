@@ -1,5 +1,5 @@
-"""`lazyt.nn.functional`: torch's loss functions as composites of Tensor ops (autodiff
-differentiates them), plus the activations in torch's layout (`import lazyt.nn.functional as F`).
+"""`lazyt.nn.functional`: torch's loss functions and activations as composites of Tensor ops
+(autodiff differentiates them), in torch's layout (`import lazyt.nn.functional as F`).
 
 Class-index losses read the targets once to reject out-of-range classes (torch raises too);
 everything else stays lazy.
@@ -15,6 +15,8 @@ __all__ = [
     "relu", "gelu", "silu", "softmax", "log_softmax",
     "cross_entropy", "nll_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits",
     "mse_loss", "l1_loss", "smooth_l1_loss", "kl_div",
+    "elu", "celu", "selu", "leaky_relu", "relu6", "hardtanh", "hardsigmoid", "hardswish",
+    "softplus", "softsign", "mish", "logsigmoid", "softmin", "quick_gelu",
 ]
 
 _REDUCTIONS = ("none", "mean", "sum")
@@ -303,3 +305,132 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
         total = loss.sum()
         return total / input.shape[0] if input.dim() > 0 else total
     return _reduce(loss, reduction)
+
+
+# ---------------------------------------------------------------------- activations
+# torch's formulas; every branch a `where` masks sees only inputs where it is finite, so no
+# exp overflows and the masked gradients stay finite. Without log1p/expm1 primitives the tails
+# (softplus far below 0, logsigmoid far above 0, elu near 0) are exact to an absolute ulp of 1.
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _no_inplace(fn: str, inplace) -> None:
+    if inplace:
+        raise InvalidArgumentError(f"{fn}: inplace=True is not supported by the activation "
+                                   f"functions; use the returned tensor (or x.copy_(...))")
+
+
+def _activation_input(fn: str, input, inplace=False) -> Tensor:  # noqa: A002 - torch's name
+    _no_inplace(fn, inplace)
+    return _float_tensor(fn, "input", input)
+
+
+def _expm1_neg(x: Tensor) -> Tensor:
+    """exp(min(x, 0)) - 1: the negative branch of elu/celu/selu, finite for any x."""
+    return where(x > 0, 0.0, x).exp() - 1
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """`x` where x > 0, else `alpha * (exp(x) - 1)`."""
+    x = _activation_input("elu", input, inplace)
+    return where(x > 0, x, alpha * _expm1_neg(x))
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """`max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`."""
+    x = _activation_input("celu", input, inplace)
+    if alpha == 0:
+        raise InvalidArgumentError("celu: alpha must not be 0 (it divides x), got 0")
+    return where(x > 0, x, alpha * ((where(x > 0, 0.0, x) / alpha).exp() - 1))
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """`scale * elu(x, alpha)` with torch's constants (alpha ~ 1.6733, scale ~ 1.0507)."""
+    x = _activation_input("selu", input, inplace)
+    return _SELU_SCALE * where(x > 0, x, _SELU_ALPHA * _expm1_neg(x))
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01,  # noqa: A002
+               inplace: bool = False) -> Tensor:
+    """`x` where x > 0, else `negative_slope * x`."""
+    x = _activation_input("leaky_relu", input, inplace)
+    return where(x > 0, x, x * negative_slope)
+
+
+def _hardtanh(fn: str, input, min_val: float, max_val: float, inplace) -> Tensor:  # noqa: A002
+    x = _activation_input(fn, input, inplace)
+    if min_val > max_val:
+        raise InvalidArgumentError(f"{fn}: min_val ({min_val!r}) must not be greater than "
+                                   f"max_val ({max_val!r})")
+    # torch's gradient is 0 at and beyond either bound (clamp would pass it at the bound)
+    return where(x <= min_val, min_val, where(x >= max_val, max_val, x))
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
+             inplace: bool = False) -> Tensor:
+    """`x` limited to [min_val, max_val]."""
+    return _hardtanh("hardtanh", input, min_val, max_val, inplace)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """`min(max(0, x), 6)`."""
+    return _hardtanh("relu6", input, 0.0, 6.0, inplace)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """0 for x <= -3, 1 for x >= 3, else `x / 6 + 1 / 2` (gradient 1/6 strictly inside)."""
+    x = _activation_input("hardsigmoid", input, inplace)
+    return where(x <= -3, 0.0, where(x >= 3, 1.0, x / 6 + 0.5))
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """`x * min(max(x + 3, 0), 6) / 6`; clamp passes the gradient at its bounds, as torch."""
+    x = _activation_input("hardswish", input, inplace)
+    return x * (x + 3).clamp(min=0.0, max=6.0) / 6
+
+
+def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
+    """`log(1 + exp(beta * x)) / beta`, and `x` itself where `beta * x > threshold`."""
+    x = _activation_input("softplus", input)
+    if beta == 0:
+        raise InvalidArgumentError("softplus: beta must not be 0 (it divides the result)")
+    z = x * beta
+    return where(z > threshold, x, _softplus(z) / beta)
+
+
+def softsign(input: Tensor) -> Tensor:  # noqa: A002
+    """`x / (1 + |x|)`."""
+    x = _activation_input("softsign", input)
+    return x / (1 + x.abs())
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """`x * tanh(softplus(x))`."""
+    x = _activation_input("mish", input, inplace)
+    return x * _softplus(x).tanh()
+
+
+def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """`log(sigmoid(x)) = -softplus(-x)`, finite for any finite x."""
+    x = _activation_input("logsigmoid", input)
+    return -_softplus(-x)
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
+            dtype=None) -> Tensor:
+    """`softmax(-x, dim)`; `dtype` casts the input first. dim is required (torch's implicit
+    choice for dim=None is deprecated there)."""
+    x = _activation_input("softmin", input)
+    if dim is None:
+        raise InvalidArgumentError(f"softmin: pass dim explicitly (input of shape {x.shape}); "
+                                   "torch's implicit dim choice is deprecated")
+    if dtype is not None:
+        x = x.to(dtype=dtype)
+    return softmax(-x, dim=dim)
+
+
+def quick_gelu(input: Tensor) -> Tensor:  # noqa: A002
+    """`x * sigmoid(1.702 * x)` (the GELU approximation of CLIP)."""
+    x = _activation_input("quick_gelu", input)
+    return x * (1.702 * x).sigmoid()
