@@ -61,8 +61,8 @@ def rebind(t, new, op: str):
     t._updates = getattr(t, "_updates", 0) + 1
     if leaf:
         register_leaf(t)
-    owner = getattr(t, "_owner", None)
-    if owner is not None and type(t).__name__ == "DataAlias":   # `p.data` writes through
+    owner = getattr(t, "_data_of", None)
+    if owner is not None:                                        # `p.data` writes through
         from .autodiff import no_grad
         with no_grad():
             rebind(owner, t, op)
@@ -111,12 +111,6 @@ OPERATORS = {
 }
 
 
-def _true_div(x, other):
-    if not x.dtype.is_float:
-        return F.binary(BinaryOp.DIV, F.to(x, dt.DEFAULT_FLOAT), other)
-    return F.binary(BinaryOp.DIV, x, other)
-
-
 # ---------------------------------------------------------------------- methods
 def _scaled(other, alpha, like):
     """`alpha * other`, keeping Python numbers Python numbers (weak scalars in promotion)."""
@@ -144,7 +138,7 @@ def mul_(self, other):
 
 
 def div_(self, other):
-    return rebind(self, _true_div(self, other), "div_")
+    return rebind(self, F.binary(BinaryOp.DIV, self, other), "div_")
 
 
 def copy_(self, src):

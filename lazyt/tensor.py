@@ -289,7 +289,7 @@ class Tensor(DispatchTensor):
         leaf that requires grad stays one. Assigning a tensor of the same shape replaces the
         values the same way (`p.data = w`)."""
         alias = DataAlias(self.device.backend.detach(self.primitive), self.device)
-        alias._owner = self
+        alias._data_of = self
         return alias
 
     @data.setter
@@ -441,7 +441,7 @@ Tensor._result_type = Tensor  # ops on subclasses (nn.Parameter) return plain te
 class DataAlias(Tensor):
     """`t.data`: an untracked view of `t`'s value whose in-place updates go to `t`."""
 
-    __slots__ = ("_owner",)
+    __slots__ = ("_data_of",)
 
 
 class AccumulatedGrad(Tensor):
@@ -493,8 +493,6 @@ def _install_inplace() -> None:
     inplace = _inplace
     for name, code in inplace.OPERATORS.items():
         setattr(Tensor, name, inplace._binary_inplace(name, code))
-    Tensor.__itruediv__ = lambda self, o: inplace.rebind(self, inplace._true_div(self, o),
-                                                         "__itruediv__")
     for name, fn in inplace.METHODS.items():
         setattr(Tensor, name, fn)
 

@@ -24,7 +24,6 @@ from ..cube.backend import CubeBackend
 from ..cube.launch import info_words
 from ..cube.source import CubeCount
 from ..cube.tensor import CubeTensor
-from .client import CudaClient
 
 #: The fallback matmul kernel's tile (kernels/matmul.cu).
 MATMUL_BM = MATMUL_BN = 64
@@ -38,9 +37,6 @@ class CudaBackend(CubeBackend):
     kernels_dir = Path(__file__).resolve().parent / "kernels"
     #: Let cuBLAS use TF32 tensor cores for float32 (off by default, as in torch).
     allow_tf32 = False
-
-    def __init__(self, client: CudaClient, device: str):
-        super().__init__(client, device)
 
     # ------------------------------------------------------------------ creation
     def full(self, shape: tuple, value, dtype) -> CubeTensor:
@@ -103,21 +99,25 @@ class CudaBackend(CubeBackend):
         return dtype in (dt.float32, dt.float64, dt.float16) and cuda_cublas() and \
             self.client.blas is not None
 
+    def _dense_batches(self, lhs, rhs, batch):
+        """Both operands as contiguous [*batch, rows, cols] tensors (one stride per batch)."""
+        return (self.contiguous(self.expand(lhs, batch + lhs.shape[-2:])),
+                self.contiguous(self.expand(rhs, batch + rhs.shape[-2:])))
+
     def _blas_matmul(self, lhs, rhs, bias, relu, out_shape, batch, m, n, k):
         """The product through cuBLAS(Lt), or None when it cannot take these layouts."""
         self.client._untaped()   # a library call: the op is not replayed launch by launch
         batches = math.prod(batch)
         bshape, a_bs, b_bs = self.batch_layout(lhs, rhs, batch)
-        if len(bshape) > 1:      # batch dims that no single stride walks: make them dense
-            lhs = self.contiguous(self.expand(lhs, batch + lhs.shape[-2:]))
-            rhs = self.contiguous(self.expand(rhs, batch + rhs.shape[-2:]))
-            a_bs, b_bs = [m * k], [k * n]
-        a_bstride = a_bs[0] if a_bs else 0
-        b_bstride = b_bs[0] if b_bs else 0
+        dense = len(bshape) > 1  # batch dims that no single stride walks: make them dense
+        if dense:
+            lhs, rhs = self._dense_batches(lhs, rhs, batch)
+        a_bstride = m * k if dense and batch else (a_bs[0] if a_bs else 0)
+        b_bstride = k * n if dense and batch else (b_bs[0] if b_bs else 0)
         out = self.alloc("matmul", out_shape, lhs.dtype)
         size = self.storage_of(lhs.dtype).itemsize
         blas = self.client.blas
-        for attempt in range(2):
+        while True:
             ok = blas.gemm(lhs.dtype.name, m, n, k,
                            lhs.handle.ptr + lhs.offset * size, lhs.strides[-2], lhs.strides[-1],
                            rhs.handle.ptr + rhs.offset * size, rhs.strides[-2], rhs.strides[-1],
@@ -132,12 +132,11 @@ class CudaBackend(CubeBackend):
                     return None
                 out = self.binary(BinaryOp.ADD, plain, bias)
                 return self.unary(UnaryOp.RELU, out) if relu else out
-            if attempt == 0:      # a layout cuBLAS does not take: dense copies, once
-                if len(bshape) <= 1:
-                    lhs = self.contiguous(self.expand(lhs, batch + lhs.shape[-2:]))
-                    rhs = self.contiguous(self.expand(rhs, batch + rhs.shape[-2:]))
-                    a_bstride, b_bstride = (m * k if batch else 0), (k * n if batch else 0)
-        return None
+            if dense:              # dense copies did not help either
+                return None
+            lhs, rhs = self._dense_batches(lhs, rhs, batch)   # a layout cuBLAS refuses: once
+            dense = True
+            a_bstride, b_bstride = (m * k, k * n) if batch else (0, 0)
 
     @_replay.replayable()
     def _kernel_matmul(self, lhs, rhs, bias, relu, out_shape, batch, m, n, k) -> CubeTensor:
