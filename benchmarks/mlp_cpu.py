@@ -40,16 +40,16 @@ def lazyt_step_fn(x, onehot, sizes):
     return step
 
 
-def torch_step_fn(torch, x, onehot, sizes):
+def torch_step_fn(torch, x, onehot, sizes, device: str = "cpu"):
     torch.manual_seed(0)
     layers = []
     for i, (a, b) in enumerate(zip(sizes[:-1], sizes[1:])):
         layers.append(torch.nn.Linear(a, b))
         if i < len(sizes) - 2:
             layers.append(torch.nn.ReLU())
-    model = torch.nn.Sequential(*layers)
+    model = torch.nn.Sequential(*layers).to(device)
     opt = torch.optim.Adam(model.parameters(), lr=1e-3)
-    tx, ty = torch.from_numpy(x), torch.from_numpy(onehot)
+    tx, ty = torch.from_numpy(x).to(device), torch.from_numpy(onehot).to(device)
 
     def step():
         opt.zero_grad()

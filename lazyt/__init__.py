@@ -25,7 +25,8 @@ from .device import Device, device, get_default_device, set_default_device
 from .device import device as _device_of
 from .dispatch import Dispatch, DispatchTensor
 from .dtype import DType, bool_, float16, float32, float64, int32, int64
-from .errors import (DeviceError, DTypeError, FusionError, GradError, IndexOutOfRangeError,
+from .errors import (CaptureError, DeviceError, DTypeError, FusionError, GradError,
+                     IndexOutOfRangeError,
                      InvalidArgumentError,
                      KernelCompileError, KernelLanguageError, LazytError,
                      MetadataMismatchError, MissingImplError, ShapeError)
@@ -34,6 +35,7 @@ from .functional import __all__ as _functional_all
 from .tensor import Tensor
 from .autodiff import Gradients, is_grad_enabled, no_grad
 from . import fusion, kernels, nn, optim, utils  # noqa: E402  (subpackages)
+from .capture import capturing, compile  # noqa: A004 - lazyt.compile, as torch.compile
 
 bool = bool_  # noqa: A001 - `lazyt.bool` names the dtype, as `torch.bool` does
 
@@ -55,4 +57,5 @@ __all__ = [
     "DTypeError", "DeviceError", "IndexOutOfRangeError", "InvalidArgumentError", "MissingImplError", "GradError",
     "FusionError", "MetadataMismatchError", "KernelLanguageError", "KernelCompileError",
     "Gradients", "is_grad_enabled", "no_grad", "fusion", "kernels", "nn", "optim", "utils",
+    "CaptureError", "compile", "capturing",
 ] + list(_functional_all)

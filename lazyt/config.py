@@ -54,6 +54,9 @@ SWITCHES = (
            "0: compile every CUDA kernel with NVRTC instead of reading the disk cache"),
     Switch("LAZYT_CUDA_CUBLAS", "1",
            "0: the cuda backend multiplies with its own kernel instead of cuBLAS"),
+    Switch("LAZYT_COMPILE", "1",
+           "0: functions wrapped by `lazyt.compile` run as plain calls (no recording, no "
+           "replay): for debugging"),
 )
 
 _BY_NAME = {s.name: s for s in SWITCHES}
@@ -141,6 +144,11 @@ def cache_dir() -> str:
 def cuda_cache() -> bool:
     """`LAZYT_CUDA_CACHE`: read and write the disk cache of CUDA kernels (default on)."""
     return _flag("LAZYT_CUDA_CACHE", True)
+
+
+def compile_enabled() -> bool:
+    """`LAZYT_COMPILE`: `lazyt.compile` records and replays (default on)."""
+    return _flag("LAZYT_COMPILE", True)
 
 
 def cuda_cublas() -> bool:

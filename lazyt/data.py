@@ -9,6 +9,7 @@ import numpy as np
 
 from . import dtype as dt
 from .dtype import DType
+from .capture_state import refuse as _refuse
 from .errors import DTypeError, InvalidArgumentError, ShapeError
 
 # Small integer types numpy may hand us, and where lazyt stores them.
@@ -77,4 +78,6 @@ def _seed_value(seed) -> int:
 
 
 def generator() -> np.random.Generator:
+    _refuse("drawing random numbers (rand, randn, randint, dropout)",
+            "a replay would repeat the same numbers; draw them outside and pass them in")
     return _generator[0]

@@ -18,6 +18,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from . import ops
+from .capture_state import STATE as _CAPTURE
 from .device import Device
 from .errors import DeviceError, LazytError
 from .ops import ParamKind
@@ -80,11 +81,17 @@ class Dispatch:
         entry = _COMPOSITES.get(name)
         if entry is not None:
             return entry(x, *args, **kwargs)
+        session = _CAPTURE.session
+        if session is not None:
+            session.saw_all((x, *args))
         if any(isinstance(a, DispatchTensor) for a in args):
             common_device(name, [x, *(a for a in args if isinstance(a, DispatchTensor))])
             args = tuple(a.primitive if isinstance(a, DispatchTensor) else a for a in args)
-        out = getattr(x.device.backend, name)(x.primitive, *args, **kwargs)
-        return x._result_type(out, x.device)
+        out = x._result_type(getattr(x.device.backend, name)(x.primitive, *args, **kwargs),
+                             x.device)
+        if session is not None:
+            session.made(out)
+        return out
 
     @staticmethod
     def to_numpy(x):
@@ -106,6 +113,12 @@ def _entry_source(op: ops.OpDef) -> str:
     """The generated entry: find the representative tensor and device, check the others,
     unwrap, call the stack, wrap. A family's op code (`op`) names the op in errors."""
     L = [f"def {op.name}({op.signature()}):", "    _rep = None"]
+    seen = [f"*{p.name}" if p.kind is ParamKind.TENSORS else p.name for p in op.params
+            if p.kind in (ParamKind.TENSOR, ParamKind.INDEX, ParamKind.OPERAND,
+                          ParamKind.OPTIONAL, ParamKind.TENSORS)]
+    if seen:   # lazyt.compile notes which tensors the function reads (one test otherwise)
+        L += ["    if _CAP.session is not None:",
+              f"        _CAP.session.saw_all(({', '.join(seen)},))"]
     for p in op.params:
         n = p.name
         if p.kind in (ParamKind.TENSOR, ParamKind.INDEX):
@@ -122,7 +135,9 @@ def _entry_source(op: ops.OpDef) -> str:
                   f"        _rep = {n}[0]; _dev = _rep.device",
                   f"    _common(_NAME, [_rep, *{n}])", f"    {n} = [t.primitive for t in {n}]"]
     L += ["    if _rep is None:", "        raise _no_tensor(_NAME)",
-          f"    return _rep._result_type(_dev.backend.{op.name}({op.call_args()}), _dev)"]
+          f"    _out = _rep._result_type(_dev.backend.{op.name}({op.call_args()}), _dev)",
+          "    if _CAP.session is not None:", "        _CAP.session.made(_out)",
+          "    return _out"]
     source = "\n".join(L) + "\n"
     if "op" in op._by_name:  # errors name the family's op code: "maximum", not "binary"
         source = source.replace("_common(_NAME", "_common(getattr(op, 'value', _NAME)")
@@ -134,6 +149,7 @@ def _install(op: ops.OpDef) -> None:
     if not op.tensor_params:
         return  # creation ops (full) go to a device's stack directly
     ns = {"_DT": DispatchTensor, "_common": common_device, "_no_tensor": _no_tensor,
+          "_CAP": _CAPTURE,
           "_NAME": op.name, **op.defaults()}
     fn = ops.generate(op.name, _entry_source(op), ns, f"Dispatch.{op.name}", op.doc)
     fn.__lazyt_op__ = op

@@ -41,6 +41,11 @@ class FusionError(LazytError, RuntimeError):
     """A lazily recorded op failed when the stream was executed."""
 
 
+class CaptureError(LazytError, RuntimeError):
+    """`lazyt.compile` cannot record or replay a function: it reads a tensor's value, draws
+    random numbers, has data-dependent shapes, or records different ops for one signature."""
+
+
 class MetadataMismatchError(LazytError):
     """A custom op's real outputs disagree with what its metadata callback declared."""
 

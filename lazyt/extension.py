@@ -33,6 +33,7 @@ from __future__ import annotations
 import inspect
 from typing import Callable
 
+from . import capture_state as _capture
 from .backends.base import Backend
 from .dispatch import Dispatch, DispatchTensor, common_device
 from .dtype import DType  # noqa: F401  (extension authors import it from here too)
@@ -179,9 +180,14 @@ def call(op: ExtensionOp, args, kwargs):
     declared = op.outputs_meta(values, is_tensor, metas)  # raises ShapeError at record time
     rep = next((v for v, m in zip(values, metas) if m is not None and m.dtype.is_float),
                tensors[0])
+    _capture.saw_all(tensors)
     prims = [v.primitive if t else v for v, t in zip(values, is_tensor)]
     out = route(be, op, prims, is_tensor, declared)
-    return _wrap_outputs(out, declared, rep, dev)
+    out = _wrap_outputs(out, declared, rep, dev)
+    for o in (out if isinstance(out, tuple) else (out,)):
+        if isinstance(o, DispatchTensor):
+            _capture.made(o)
+    return out
 
 
 def _wrap_outputs(out, declared, rep, dev):

@@ -22,6 +22,7 @@ import numpy as np
 
 from . import dtype as dt
 from . import functional as F
+from . import capture_state as _capture
 from .dispatch import Dispatch, DispatchTensor
 from .errors import DTypeError, GradError, InvalidArgumentError, ShapeError
 from .ops import BinaryOp
@@ -35,6 +36,7 @@ def _grad_enabled() -> bool:
 def rebind(t, new, op: str):
     """Make `t` hold `new` (same shape; cast to `t`'s dtype where torch allows): the core of
     every in-place op. Returns `t`."""
+    _capture.saw(t)
     backend = t.device.backend
     leaf = backend.leaf_id(t.primitive) is not None
     if leaf and _grad_enabled():

@@ -39,7 +39,10 @@ def wrap_base(dev, prim):
 
 def cuda_array_interface(t) -> dict:
     """The `__cuda_array_interface__` of a cuda tensor: its buffer, contiguous, after the
-    device has run everything queued (so consumers on any stream read final values)."""
+    device has run everything queued (so consumers on any stream read final values).
+
+    The interface's read-only flag is False because torch refuses read-only CUDA arrays;
+    the contract is still lazyt's: consumers read the buffer and must not write to it."""
     from .backends.cube.backend import into_contiguous
     if t.dtype is dt.bool_:
         raise DTypeError("__cuda_array_interface__: bool tensors are stored as 32-bit words on "
@@ -54,7 +57,7 @@ def cuda_array_interface(t) -> dict:
     keep.append(x)                      # the buffer lives as long as the tensor
     storage = backend.storage_of(x.dtype)
     return {"shape": tuple(x.shape), "typestr": storage.str, "descr": [("", storage.str)],
-            "data": (x.handle.ptr, True), "strides": None, "version": 3, "stream": None}
+            "data": (x.handle.ptr, False), "strides": None, "version": 3, "stream": None}
 
 
 class ForeignBuffer:

@@ -19,9 +19,11 @@ from .device import Device
 from .device import device as _device
 from .dispatch import Dispatch, DispatchTensor
 from .dtype import DType
-from .errors import DeviceError, DTypeError, GradError, InvalidArgumentError, ShapeError
+from .errors import (CaptureError, DeviceError, DTypeError, GradError, InvalidArgumentError,
+                     ShapeError)
 from .functional import (cat, gather, index_add, index_select, matmul,  # noqa: F401
                          scatter_add, stack, where)  # (also importable from here, as before)
+from . import capture_state as _capture
 from . import inplace as _inplace
 from .indexing import getitem
 from .ops import BinaryOp, UnaryOp
@@ -123,6 +125,8 @@ class Tensor(DispatchTensor):
     def __repr__(self) -> str:
         try:
             body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+        except CaptureError:
+            raise
         except Exception as e:  # a failed lazy op must not break printing the error
             body = f"<error: {e}>"
         return f"tensor({body}, shape={self.shape}, dtype={self.dtype.name}, device={self.device})"
@@ -185,11 +189,13 @@ class Tensor(DispatchTensor):
         """Track this tensor as a leaf of the autodiff graph (in place; returns self);
         `require_grad(False)` stops tracking it (torch's `requires_grad_(False)`)."""
         if not requires_grad:
+            _capture.saw(self)
             self.primitive = self.device.backend.detach(self.primitive)
             return self
         if not self.dtype.is_float:
             raise GradError(f"require_grad: only float tensors can require grad, "
                             f"got {self.dtype.name}")
+        _capture.saw(self)
         self.primitive = self.device.backend.require_grad(self.primitive)
         _register_leaf(self)
         return self
@@ -316,6 +322,7 @@ class Tensor(DispatchTensor):
 
     @grad.setter
     def grad(self, value) -> None:
+        _capture.saw(self)
         if value is None:
             self._grad = None
             return
@@ -328,6 +335,7 @@ class Tensor(DispatchTensor):
 
     @grad.deleter
     def grad(self) -> None:
+        _capture.saw(self)
         self._grad = None
 
     def _grad_in(self, grads) -> "Tensor | None":
@@ -475,6 +483,7 @@ def _accumulate(grads) -> None:
             t = _LEAVES.get(nid)
             if t is None or t.device.backend.leaf_id(t.primitive) != nid:
                 continue   # dropped, or rebound to another leaf since
+            _capture.saw(t)
             old = getattr(t, "_grad", None)
             if old is not None and old.device is t.device:
                 g = F.binary(_B.ADD, old, Tensor(g, t.device)).primitive

@@ -39,6 +39,12 @@ class Backend:
     name = "backend"
     #: True for layers (Autodiff, Fusion) that wrap an `inner` backend.
     is_layer = False
+    #: For a backend whose launches run asynchronously (a GPU queue): how many pending output
+    #: elements make it worth starting them before more is recorded. The Fusion layer then
+    #: drains when an op that reads none of its pending results arrives (a new, independent
+    #: computation: no fusion is lost), so the device works while the host records. None: never
+    #: (a synchronous backend gains nothing from it).
+    overlap_elements: int | None = None
 
     # ---------------------------------------------------------------- creation/transfer
     def from_numpy(self, array: np.ndarray) -> Primitive:

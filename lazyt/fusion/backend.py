@@ -26,14 +26,16 @@ from ..backends.base import Backend, kernel_of, missing_kernel
 from ..backends.selectors import register_layer
 from ..config import debug_level
 from ..dtype import DType
-from ..errors import DTypeError, FusionError
+from ..capture_state import STATE as _CAPTURE
+from ..capture_state import refuse as _refuse
+from ..errors import CaptureError, DTypeError, FusionError
 from ..ops import Out, ParamKind, kernel_when
 from .cache import PlanCache
 from .extension import run as _run_extension
 from .handle import Failure, FusionTensor, Handles
 from .inspect import _ACTIVE
 from .optimizer import build_plan
-from .plan import RUNNERS, execute
+from .plan import RUNNERS, Program, execute
 from .stream import OperationStream, user_location
 
 FT = FusionTensor
@@ -76,12 +78,15 @@ class Fusion(Backend):
         self.max_ops = DEFAULT_MAX_OPS if max_ops is None else max_ops
         self._lock = threading.RLock()
         self._draining = False
+        self._ending_capture = False    # finish_capture's own drain (allowed while capturing)
         self._trace = debug_level() >= 1
         # a base backend that checks dtypes per device (wgpu: no float64) is asked at record
         # time, for every dtype outside those it says it holds
         self._check_dtype = getattr(inner, "check_dtype", None)
         dtypes = getattr(inner, "dtypes", None)
         self._dtypes_ok = frozenset(dtypes()) if dtypes is not None else None
+        # asynchronous base (a GPU queue): start pending work before an independent op
+        self._overlap = getattr(inner, "overlap_elements", None)
         self._composite_fns: dict = {}  # (op name, argument layout) -> drain-time function
         self._extension_runners: dict = {}  # (extension op, argument layout) -> the same
 
@@ -99,6 +104,11 @@ class Fusion(Backend):
             if location is None and self._trace:
                 location = user_location(3)
             stream = self.stream
+            if _CAPTURE.session is not None:   # lazyt.compile: one stream, never cut
+                return stream.record(kind, op, args, inputs, scalars, shape, dtype, location)
+            if self._overlap and inputs and stream.ops and stream.independent(inputs) and \
+                    stream.work() >= self._overlap:
+                self._drain()
             out = stream.record(kind, op, args, inputs, scalars, shape, dtype, location)
             if len(stream.ops) >= self.max_ops:
                 self._drain()
@@ -112,6 +122,9 @@ class Fusion(Backend):
         return self.wrap(self.inner.from_numpy(array), tuple(array.shape), d)
 
     def to_numpy(self, x: FT) -> np.ndarray:
+        _refuse("reading a tensor's values (numpy(), item(), tolist(), print, bool(), "
+                f"float(); shape {x.shape})", "a replay would not see the value; return the "
+                "tensor from the function and read it after the call")
         return self.inner.to_numpy(self.materialize(x))
 
     def shape_of(self, x: FT) -> tuple:
@@ -148,11 +161,16 @@ class Fusion(Backend):
             if self._draining:
                 raise FusionError(f"{name}: cannot record ops on a Fusion layer while it runs "
                                   "its pending ops")
+            stream = self.stream
+            capturing = _CAPTURE.session is not None
+            if not capturing and self._overlap and inputs and stream.ops and \
+                    stream.independent(inputs) and stream.work() >= self._overlap:
+                self._drain()
             if self.handles.released:
                 self.handles.process(self.stream.seen)
             outs = self.stream.record_custom(name, fn, tuple(inputs), outputs, tuple(scalars),
                                              location)
-            if len(self.stream.ops) >= self.max_ops:
+            if not capturing and len(self.stream.ops) >= self.max_ops:
                 self._drain()
             return outs
 
@@ -160,6 +178,8 @@ class Fusion(Backend):
         """Run `fn(*input_primitives, *scalars)` now (for ops whose output shape depends on
         the data): drains what is pending, returns the outputs as materialized tensors (one,
         or a list when `fn` returns a list/tuple)."""
+        _refuse(f"an op whose output shape depends on the values ({getattr(fn, '__name__', fn)})",
+                "a replay could not know the shape; move it out of the compiled function")
         prims = [self.materialize(x) for x in inputs]
         out = fn(*prims, *scalars)
         if isinstance(out, (list, tuple)):
@@ -202,17 +222,28 @@ class Fusion(Backend):
     # ---------------------------------------------------------------- draining
     def sync(self) -> None:
         """Run every pending op, then wait for the inner backend (a GPU queue) to finish."""
+        _refuse("lazyt.sync", "the recorded function runs as one piece; sync after the call")
         self._drain()
         self.inner.sync()
 
-    def _drain(self) -> None:
+    def pending_after_release(self) -> int:
+        """Free what died (a safe point), then the number of pending ops."""
+        h = self.handles
+        if h.released:
+            h.process(self.stream.seen)
+        return len(self.stream.ops)
+
+    def _drain(self):
+        """Run the pending ops; returns the plan that ran (None when nothing was pending)."""
         with self._lock:
-            stream = self.stream
-            h = self.handles
-            if h.released:
-                h.process(stream.seen)
-            if not stream.ops:
-                return
+            stream, h = self.stream, self.handles
+            if not self.pending_after_release():
+                return None
+            if _CAPTURE.session is not None and not self._ending_capture:
+                raise CaptureError(f"a value was needed inside a function compiled with "
+                                   f"lazyt.compile ({_CAPTURE.session.name}) while "
+                                   f"{len(stream.ops)} ops were pending; a replay runs the "
+                                   "function's ops as one piece, without reading values")
             if self._draining:
                 raise FusionError("fusion: a drain was requested while the layer was draining")
             self._draining = True
@@ -227,6 +258,7 @@ class Fusion(Backend):
                     plan = build_plan(stream, key)
                     self.cache.put(key, plan)
                 execute(plan, stream, h, self.inner, reports)
+                return plan
             except BaseException as e:
                 self._fail_pending(e)
                 raise
@@ -245,6 +277,54 @@ class Fusion(Backend):
             for t in op.outputs:
                 if t.id in h.counts and t.id not in h.values:
                     h.failed.setdefault(t.id, f)
+
+    # ---------------------------------------------------------------- capture (lazyt.compile)
+    def finish_capture(self) -> Program | None:
+        """The end of a function recorded by `lazyt.compile`: plan and run the one stream it
+        recorded, and return what a replay needs (None when it recorded nothing here). Outside
+        inputs are never written in place, so a replay never touches a caller's buffer."""
+        with self._lock:
+            stream, h = self.stream, self.handles
+            if not self.pending_after_release():
+                return None
+            for *_, tid in stream.ext:
+                h.reusable.discard(tid)
+            ids = list(stream.seen)
+            metas = [(ir.shape, ir.dtype) for ir in stream.irs]
+            ops, scalars = stream.ops, stream.scalars
+            key = stream.key(h.counts)
+            self._ending_capture = True
+            try:
+                plan = self._drain()
+            finally:
+                self._ending_capture = False
+            return Program(plan, key, ops, scalars, ids, metas)
+
+    def run_program(self, program: Program, loads: list, results: Sequence[int]) -> list:
+        """Run a captured program on new outside inputs (inner primitives, in
+        `program.plan.loads` order); returns the inner primitives at relative numbers
+        `results`. Nothing is recorded or planned: the steps run as they were planned."""
+        plan = program.plan
+        ops, scalars, inner = program.ops, program.scalars, self.inner
+        with self._lock:
+            if self._draining:
+                raise FusionError("a compiled function was called while this layer ran its "
+                                  "pending ops")
+            h = self.handles
+            if len(h.released) >= _RELEASE_BATCH:
+                h.process(self.stream.seen)   # free what died (replays never drain)
+            self._draining = True
+            try:
+                env = [None] * plan.size
+                for r, v in zip(plan.loads, loads):
+                    env[r] = v
+                for step in plan.steps:
+                    step.run(inner, env, ops, scalars)
+                    for r in step.drop:
+                        env[r] = None
+                return [env[r] for r in results]
+            finally:
+                self._draining = False
 
     @property
     def pending(self) -> int:

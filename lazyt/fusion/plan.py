@@ -120,6 +120,20 @@ class Plan:
     n_fused_ops: int = 0
 
 
+@dataclass(eq=False)
+class Program:
+    """A plan captured by `lazyt.compile` with what running it again needs: the ops (custom
+    ops' functions and scalars), the scalar list, and the tensor id of each relative number at
+    capture (to find the function's inputs and results among them)."""
+
+    plan: Plan
+    key: tuple           # the stream's plan-cache key (two captures must agree)
+    ops: list
+    scalars: list
+    ids: list            # relative number -> tensor id when captured
+    metas: list          # relative number -> (shape, dtype)
+
+
 def execute(plan: Plan, stream, handles: Handles, inner, reports) -> None:
     """Run `plan` for `stream`. An op that raises marks its outputs, and everything computed
     from them, as failed; the other steps still run."""

@@ -46,7 +46,8 @@ _OURS: dict = {}  # code object -> whether it is lazyt's (the walk runs once per
 class OperationStream:
     """Pending ops of one Fusion layer, in record order (a topological order)."""
 
-    __slots__ = ("handles", "ops", "keys", "seen", "irs", "ext", "scalars")
+    __slots__ = ("handles", "ops", "keys", "seen", "irs", "ext", "scalars", "_work",
+                 "_work_upto")
 
     def __init__(self, handles: Handles):
         self.handles = handles
@@ -59,6 +60,8 @@ class OperationStream:
         self.irs: list = []      # relative number -> TensorIr
         self.ext: list = []      # (relative number, shape, dtype name, id) of outside inputs
         self.scalars: list = []  # scalar operands of elementwise ops, in record order
+        self._work = 0           # output elements of ops[:_work_upto] (see `work`)
+        self._work_upto = 0
 
     def __len__(self) -> int:
         return len(self.ops)
@@ -136,6 +139,31 @@ class OperationStream:
                                     fn, location))
         self.keys.append((_CUSTOM, name, fn, metas, *rels))
         return outs
+
+    def independent(self, inputs) -> bool:
+        """Whether none of `inputs` is the result of a pending op (all were computed before
+        this stream, or are read by it from outside)."""
+        seen = self.seen
+        irs = self.irs
+        for x in inputs:
+            r = seen.get(x.id)
+            if r is not None and irs[r].status is not _READ_ONLY:
+                return False
+        return True
+
+    def work(self) -> int:
+        """Output elements of the pending ops (counted incrementally: amortized O(1))."""
+        ops = self.ops
+        n = self._work
+        for op in ops[self._work_upto:]:
+            for t in op.outputs:
+                size = 1
+                for d in t.shape:
+                    size *= d
+                n += size
+        self._work = n
+        self._work_upto = len(ops)
+        return n
 
     def key(self, counts: dict) -> tuple:
         """The plan-cache key: op structure; outside inputs' shapes, dtypes and whether the

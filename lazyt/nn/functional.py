@@ -6,6 +6,7 @@ everything else stays lazy.
 """
 from __future__ import annotations
 
+from .. import capture_state as _capture
 from .. import creation
 from ..errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 from ..functional import gelu, log_softmax, relu, silu, softmax, where
@@ -84,8 +85,9 @@ def _nll_parts(fn: str, logp: Tensor, target, weight, ignore_index: int):
                          f"have shape {expected} (N, d...), got {target.shape}")
     weight = _class_weight(fn, weight, n_classes)
     ignored = target == ignore_index
-    bad = ~ignored & ((target < 0) | (target >= n_classes))
-    if bad.any().item():
+    # (under lazyt.compile no value is read: gather's own range check raises when it runs)
+    bad = None if _capture.active() else ~ignored & ((target < 0) | (target >= n_classes))
+    if bad is not None and bad.any().item():
         raise IndexOutOfRangeError(f"{fn}: target holds class index {target[bad][0].item()}, "
                                    f"outside [0, {n_classes}) (ignore_index={ignore_index})")
     safe = where(ignored, 0, target)
@@ -385,9 +387,9 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
-    """`x * min(max(x + 3, 0), 6) / 6`; clamp passes the gradient at its bounds, as torch."""
+    """`x * min(max(x + 3, 0), 6) / 6`; the gradient is 0 at -3 and 1 at 3, as torch's."""
     x = _activation_input("hardswish", input, inplace)
-    return x * (x + 3).clamp(min=0.0, max=6.0) / 6
+    return where(x <= -3, 0.0, where(x >= 3, x, x * (x + 3) / 6))
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import capture_state as _capture
 from ..creation import tensor as _tensor
 from ..errors import DTypeError, GradError, ShapeError
 from ..tensor import Tensor, _register_leaf
@@ -77,6 +78,7 @@ class Parameter(Tensor):
     def _rebind(self, value: Tensor) -> None:
         """Take `value` (any dtype, any device) as the new data; re-mark as a leaf."""
         value = value.detach()
+        _capture.saw(self)
         self.primitive = value.primitive
         self.device = value.device
         self._track()

@@ -4,6 +4,9 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+from .. import capture_state as _capture
+from ..creation import full as _full
+from ..dtype import float32
 from ..tensor import Tensor
 from .optimizer import Optimizer, OptimizerError
 
@@ -24,6 +27,8 @@ class Adam(Optimizer):
         super().__init__(params, dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=weight_decay,
                                       amsgrad=amsgrad, maximize=maximize))
 
+    state_keys = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
+
     def update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> Tensor:
         lr, (b1, b2), eps, wd = group["lr"], group["betas"], group["eps"], group["weight_decay"]
         if group["maximize"]:
@@ -33,7 +38,11 @@ class Adam(Optimizer):
                 p = p * (1 - lr * wd)
             else:
                 g = g + wd * p
-        t = state.get("step", 0) + 1
+        t = state.get("step", 0)
+        if not isinstance(t, Tensor) and _capture.active():
+            # under lazyt.compile the step count lives on the device (a replay advances it)
+            t = _full((), float(t), dtype=float32, device=p.device)
+        t = t + 1
         state["step"] = t
         m = state.get("exp_avg")
         v = state.get("exp_avg_sq")
@@ -44,6 +53,11 @@ class Adam(Optimizer):
             vmax = state.get("max_exp_avg_sq")
             v = v if vmax is None else vmax.maximum(v)
             state["max_exp_avg_sq"] = v
+        if isinstance(t, Tensor):   # the step count on the device: corrections there too
+            bc1 = 1 - (t * math.log(b1)).exp() if b1 > 0 else _full((), 1.0, device=p.device)
+            bc2 = 1 - (t * math.log(b2)).exp() if b2 > 0 else _full((), 1.0, device=p.device)
+            denom = v.sqrt() / bc2.sqrt().to(v.dtype) + eps
+            return p - (m / denom) * (lr / bc1).to(p.dtype)
         bc1 = 1 - b1 ** t
         bc2 = 1 - b2 ** t
         denom = v.sqrt() * (1 / math.sqrt(bc2)) + eps

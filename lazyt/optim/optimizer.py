@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Iterable, Mapping
 
+from .. import capture_state as _capture
 from ..autodiff import Gradients
 from ..autodiff import no_grad as _no_grad
 from ..creation import tensor as _tensor
@@ -111,8 +112,16 @@ class Optimizer:
         for p in handed_over:
             p.grad = None
 
+    #: The per-parameter state entries `update` may replace (lazyt.compile watches them).
+    state_keys: tuple = ()
+
     def _step(self, lookup) -> None:
+        capturing = _capture.active()
         for group in self.param_groups:
+            if capturing:   # a recording bakes these in: a replay checks them first
+                for k in group:
+                    if k != "params":
+                        _capture.guard(group, k)
             for p in group["params"]:
                 if not p.trainable:
                     continue
@@ -124,6 +133,9 @@ class Optimizer:
                                          f"{getattr(g, 'shape', None)} for a parameter of shape "
                                          f"{p.shape}")
                 state = self.state.setdefault(id(p), {})
+                if capturing:
+                    for k in self.state_keys:
+                        _capture.watch(state, k)
                 new = self.update(p.detach(), g.detach().to(p.dtype), group, state)
                 p.assign(new, cast=True)
 

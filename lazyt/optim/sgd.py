@@ -20,6 +20,8 @@ class SGD(Optimizer):
                                       weight_decay=weight_decay, nesterov=nesterov,
                                       maximize=maximize))
 
+    state_keys = ("momentum_buffer",)
+
     def update(self, p: Tensor, g: Tensor, group: dict, state: dict) -> Tensor:
         if group["maximize"]:
             g = -g

@@ -118,12 +118,13 @@ def _grad(fn, x):
 
 def test_exact_gradients_at_bounds():
     """torch's gradients where a piecewise form switches: hardtanh/relu6/hardsigmoid give 0 at
-    and beyond the bounds, hardswish (x/3 + 1/2) at -3 and 3, leaky_relu the slope at 0."""
+    and beyond the bounds, hardswish 0 at -3 and 1 at 3 (torch 2.11's), leaky_relu the slope
+    at 0."""
     x = lazyt.tensor([-3.0, -1.0, 0.0, 1.0, 3.0, 6.0], dtype=lazyt.float64).require_grad()
     np.testing.assert_allclose(_grad(F.hardtanh, x), [0, 0, 1, 0, 0, 0])
     np.testing.assert_allclose(_grad(F.relu6, x), [0, 0, 0, 1, 1, 0])
     np.testing.assert_allclose(_grad(F.hardsigmoid, x), [0, 1 / 6, 1 / 6, 1 / 6, 0, 0])
-    np.testing.assert_allclose(_grad(F.hardswish, x), [-0.5, 1 / 6, 0.5, 5 / 6, 1.5, 1.0])
+    np.testing.assert_allclose(_grad(F.hardswish, x), [0.0, 1 / 6, 0.5, 5 / 6, 1.0, 1.0])
     np.testing.assert_allclose(_grad(F.leaky_relu, x), [0.01, 0.01, 0.01, 1, 1, 1])
     np.testing.assert_allclose(_grad(F.logsigmoid, x)[2], 0.5)
     np.testing.assert_allclose(_grad(F.softplus, x)[2], 0.5)
@@ -242,5 +243,6 @@ def test_against_torch(name):
     want.sum().backward()
     lx = lazyt.tensor(x, dtype=lazyt.float64).require_grad()
     np.testing.assert_allclose(fn(lx).numpy(), want.detach().numpy(), rtol=1e-10, atol=1e-12)
-    np.testing.assert_allclose(_grad(fn, lx), t.grad.numpy(), rtol=1e-8, atol=1e-10)
+    # rtol 1e-7: torch's float64 hardsigmoid backward multiplies by a float32 1/6
+    np.testing.assert_allclose(_grad(fn, lx), t.grad.numpy(), rtol=1e-7, atol=1e-10)
     assert math.isfinite(float(want.sum()))

@@ -86,6 +86,9 @@ class CubeBackend(Backend):
     #: Re-issue a kernel op's recorded launches instead of re-running its logic (replay.py):
     #: None follows `replay_default()` at each op, True/False override it for this backend.
     replay = None
+    #: Start pending work once 4M output elements are queued and an independent op arrives
+    #: (see Backend.overlap_elements): a launch is then worth more than the host's next ops.
+    overlap_elements = 1 << 22
 
     def __init__(self, client: ComputeClient, device: str):
         self.client = client

@@ -55,15 +55,69 @@ class CudaBackend(CubeBackend):
     def zeros(self, shape: tuple, dtype) -> CubeTensor:
         return self.full(shape, 0, dtype)
 
+    # ------------------------------------------------------------------ CUDA graphs
+    #: `lazyt.compile` replays a recording as one CUDA graph (see lazyt/capture.py).
+    graphs = True
+
+    def graph_begin(self) -> None:
+        self.client.begin_graph()
+
+    def graph_end(self):
+        return self.client.end_graph()
+
+    def graph_abort(self) -> None:
+        self.client.abort_graph()
+
+    def graph_buffer_like(self, x: CubeTensor) -> CubeTensor:
+        """A tensor with `x`'s layout on a new buffer of the same size (uninitialized)."""
+        return CubeTensor(self.client, self.device, x.shape, x.strides,
+                          self.client.empty(x.handle.nbytes), x.dtype, x.offset)
+
+    def graph_copy(self, dst: CubeTensor, src: CubeTensor) -> None:
+        """Queue a copy of `src`'s whole buffer into `dst`'s (same size and layout)."""
+        self.client.copy_buffer(dst.handle.ptr, src.handle.ptr, src.handle.nbytes)
+
+    def graph_clone(self, x: CubeTensor) -> CubeTensor:
+        """A copy of `x` (same layout) on a new buffer, queued."""
+        out = self.graph_buffer_like(x)
+        self.graph_copy(out, x)
+        return out
+
     # ------------------------------------------------------------------ matmul
     def linear(self, x: CubeTensor, weight: CubeTensor, bias=None) -> CubeTensor:
         """`x @ weight^T (+ bias)`: one cuBLAS(Lt) call on a transposed view of the weight, the
         bias added by the epilogue."""
         if x.ndim < 2 or (bias is not None and bias.shape != (weight.shape[0],)):
             return super().linear(x, weight, bias)
+        out = self._dense_linear(x, weight, bias)
+        if out is not None:
+            return out
         wt = self.permute(weight, (1, 0))
         wt = self.reshape(wt, (1,) * (x.ndim - 2) + wt.shape)
         return self._matmul(x, wt, None if bias is None else self.contiguous(bias), False)
+
+    def _dense_linear(self, x: CubeTensor, weight: CubeTensor, bias) -> CubeTensor | None:
+        """The common case with no view work: contiguous input, weight and bias of one float
+        dtype go straight to one cuBLAS(Lt) call with the rows of x folded into one product
+        (the host time of a small linear is most of its cost). None when that does not apply."""
+        dtype = x.dtype
+        n, k = weight.shape
+        if weight.dtype is not dtype or x.shape[-1] != k or not self._use_blas(dtype) or \
+                not (x.is_contiguous() and weight.is_contiguous()) or \
+                (bias is not None and (bias.dtype is not dtype or not bias.is_contiguous())):
+            return None
+        m = x.num_elements // k if k else 0
+        if m == 0 or n == 0:
+            return None
+        self.client._untaped()   # a library call: the op is not replayed launch by launch
+        out = self.alloc("linear", x.shape[:-1] + (n,), dtype)
+        size = self.storage_of(dtype).itemsize
+        ok = self.client.blas.gemm(
+            dtype.name, m, n, k, x.handle.ptr + x.offset * size, k, 1,
+            weight.handle.ptr + weight.offset * size, 1, k, out.handle.ptr,
+            bias=None if bias is None else bias.handle.ptr + bias.offset * size,
+            tf32=self.allow_tf32)
+        return out if ok else None
 
     def matmul(self, lhs: CubeTensor, rhs: CubeTensor) -> CubeTensor:
         return self._matmul(lhs, rhs, None, False)

@@ -142,6 +142,7 @@ class CudaClient(cube.ComputeClient):
         self._blas_error: Exception | None = None
         # every buffer handed out and still referenced: freed at close, inside the context
         self._live: weakref.WeakSet = weakref.WeakSet()
+        self._graph: _GraphCapture | None = None   # a CUDA graph being captured
         self.launches = 0
         self.closed = False
         atexit.register(_close_at_exit, weakref.ref(self))
@@ -173,6 +174,8 @@ class CudaClient(cube.ComputeClient):
         handle = Handle(self._raw_alloc(nbytes), nbytes)
         self._live.add(handle)
         self._taped_alloc(handle)
+        if self._graph is not None:     # the graph writes it on every launch: keep it
+            self._graph.keep.append(handle)
         return handle
 
     @locked
@@ -314,6 +317,17 @@ class CudaClient(cube.ComputeClient):
         if size > RING_BYTES:
             raise ShapeError(f"launch of {name!r}: {size} bytes of host data exceed the "
                              f"{RING_BYTES}-byte upload ring; pass large data as a buffer")
+        g = self._graph
+        if g is not None:   # a graph reads it on every launch: a slot of its own arena
+            at = g.arena_at
+            if at + size > GRAPH_ARENA_BYTES:
+                raise GraphCaptureError(f"launch of {name!r}: the graph's {GRAPH_ARENA_BYTES}"
+                                        "-byte host-data arena is full")
+            for i, off, raw in chunks:
+                g.arena_host[at + off:at + off + raw.nbytes] = raw
+                ptrs[i] = int(g.arena_dev) + at + off
+            g.arena_at = at + size
+            return
         at = self._ring_at
         if at + size > RING_BYTES:
             self.stream.synchronize()          # every queued kernel has read its slot
@@ -324,6 +338,66 @@ class CudaClient(cube.ComputeClient):
         self._drv.memcpy_htod_async(int(self._ring_dev) + at, self._ring_host[at:at + size],
                                     self.stream)
         self._ring_at = at + size
+
+    # ------------------------------------------------------------------ CUDA graphs
+    @locked
+    def begin_graph(self) -> None:
+        """Start capturing this client's stream into a CUDA graph: launches, copies and cuBLAS
+        calls from here to `end_graph` are recorded, not run. Their host data goes to an arena
+        the graph owns, and every buffer allocated meanwhile is kept for the graph's life (it
+        writes them on every launch)."""
+        if self._graph is not None:
+            raise GraphCaptureError(f"{self.name}: a CUDA graph is already being captured")
+        self._untaped()
+        self.context.activate()
+        cu = _cu()
+        g = _GraphCapture(self._raw_alloc(GRAPH_ARENA_BYTES),
+                          np.zeros(GRAPH_ARENA_BYTES, np.uint8))
+        _check(cu.cuStreamBeginCapture(cu.CUstream(self.stream.handle),
+                                       cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
+               "cuStreamBeginCapture")
+        self._graph = g
+
+    @locked
+    def end_graph(self) -> "CudaGraph":
+        """Finish the capture and instantiate the graph (the host data is uploaded once)."""
+        g = self._graph
+        if g is None:
+            raise GraphCaptureError(f"{self.name}: no CUDA graph is being captured")
+        self._graph = None
+        cu = _cu()
+        graph = _check(cu.cuStreamEndCapture(cu.CUstream(self.stream.handle)),
+                       "cuStreamEndCapture")
+        try:
+            exe = _check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        except BaseException:
+            cu.cuGraphDestroy(graph)
+            raise
+        if g.arena_at:
+            self._drv.memcpy_htod(int(g.arena_dev), g.arena_host[:g.arena_at])
+        return CudaGraph(self, graph, exe, g)
+
+    @locked
+    def abort_graph(self) -> None:
+        """End a capture that failed (what it captured is dropped)."""
+        g = self._graph
+        self._graph = None
+        if g is not None:
+            cu = _cu()
+            err, graph = cu.cuStreamEndCapture(cu.CUstream(self.stream.handle))
+            if int(err) == 0 and graph is not None:
+                cu.cuGraphDestroy(graph)
+
+    @property
+    def capturing_graph(self) -> bool:
+        return self._graph is not None
+
+    @locked
+    def copy_buffer(self, dst: int, src: int, nbytes: int) -> None:
+        """Queue a device-to-device copy of `nbytes` (addresses as ints)."""
+        self.context.activate()
+        if nbytes:
+            self._drv.memcpy_dtod_async(dst, src, nbytes, self.stream)
 
     # ------------------------------------------------------------------ cuBLAS
     @property
@@ -383,6 +457,67 @@ class CudaClient(cube.ComputeClient):
             pass
         # pycuda aborts the process if a context is still pushed when its module unloads
         self.context.release()
+
+
+class GraphCaptureError(LazytError, RuntimeError):
+    """A CUDA graph could not be captured or instantiated (the caller runs without one)."""
+
+
+#: Bytes of host data (info words, scalars) one captured graph may hold.
+GRAPH_ARENA_BYTES = 1 << 20
+
+
+def _cu():
+    from cuda.bindings import driver as cu
+    return cu
+
+
+def _check(result, what: str):
+    """The value of a cuda.bindings call's (error, value) result; GraphCaptureError if it
+    failed."""
+    err, *rest = result if isinstance(result, tuple) else (result,)
+    if int(err) != 0:
+        raise GraphCaptureError(f"{what} failed: {err}")
+    return rest[0] if rest else None
+
+
+@dataclass(eq=False)
+class _GraphCapture:
+    arena_dev: Any
+    arena_host: np.ndarray
+    arena_at: int = 0
+    keep: list = None
+
+    def __post_init__(self):
+        self.keep = []
+
+
+class CudaGraph:
+    """An instantiated CUDA graph and the buffers it owns; `launch()` queues it on the
+    client's stream."""
+
+    def __init__(self, client: CudaClient, graph, exe, capture: _GraphCapture):
+        self.client = client
+        self._graph = graph
+        self._exe = exe
+        self._capture = capture
+        self._stream = _cu().CUstream(client.stream.handle)
+
+    def launch(self) -> None:
+        cu = _cu()
+        self.client.context.activate()
+        _check(cu.cuGraphLaunch(self._exe, self._stream), "cuGraphLaunch")
+        self.client.launches += 1
+
+    def __del__(self):
+        try:
+            if self.client.closed:
+                return
+            cu = _cu()
+            cu.cuGraphExecDestroy(self._exe)
+            cu.cuGraphDestroy(self._graph)
+        except Exception:  # noqa: BLE001 - interpreter shutdown
+            pass
 
 
 class DeviceTimer:

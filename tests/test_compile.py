@@ -1,0 +1,297 @@
+"""`lazyt.compile`: replayed results equal plain calls (bit for bit: the same kernels run),
+for inference and for training steps in both flows; every refusal raises `CaptureError`."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lazyt
+from lazyt import nn
+from lazyt.nn import functional as F
+
+
+@pytest.fixture
+def fused(device):
+    """A device whose stack records (fusion=False devices make plain calls)."""
+    if not device.fusion:
+        pytest.skip("fusion=False: a compiled function is a plain call there")
+    return device
+
+
+def chain(a, b):
+    x = a
+    for _ in range(4):
+        x = ((x * b + 1.0) - a).relu()
+    return x
+
+
+def _data(device, n=6, shape=(8, 16), seed=0):
+    rng = np.random.default_rng(seed)
+    return [lazyt.tensor(rng.standard_normal(shape).astype(np.float32), device=device)
+            for _ in range(n)]
+
+
+# ---------------------------------------------------------------------------- inference
+def test_replay_equals_plain_calls_on_new_inputs(fused):
+    device = fused
+    c = lazyt.compile(chain)
+    xs = _data(device, 5)
+    b = _data(device, 1, seed=1)[0]
+    for x in xs:
+        np.testing.assert_array_equal(c(x, b).numpy(), chain(x, b).numpy())
+    info = c.cache_info()
+    assert (info.hits, info.misses, info.recordings, info.currsize) == (3, 2, 2, 1)
+
+
+def test_decorator_forms_and_structures(fused):
+    device = fused
+    @lazyt.compile
+    def f(pair, scale, *, extra=None):
+        x, y = pair
+        return {"sum": x + y * scale, "list": [x.exp(), None, 3]}
+
+    @lazyt.compile(cache_size=2)
+    def g(x):
+        return x * 2
+
+    x, y = _data(device, 2)
+    for _ in range(4):
+        out = f((x, y), 2.0, extra="k")
+        np.testing.assert_array_equal(out["sum"].numpy(), (x + y * 2.0).numpy())
+        np.testing.assert_array_equal(out["list"][0].numpy(), x.exp().numpy())
+        assert out["list"][1:] == [None, 3]
+        np.testing.assert_array_equal(g(x).numpy(), x.numpy() * 2)
+    assert f.cache_info().hits == 2 and g.cache_info().maxsize == 2
+
+
+def test_a_new_signature_records_again_and_the_cache_is_bounded(fused):
+    device = fused
+    g = lazyt.compile(lambda x, s: x * s, cache_size=2)
+    x = _data(device, 1)[0]
+    for s in (1.0, 2.0, 3.0):            # a Python scalar is part of the signature
+        for _ in range(3):
+            np.testing.assert_array_equal(g(x, s).numpy(), x.numpy() * s)
+    for shape in ((4,), (2, 3)):         # and shapes are
+        z = lazyt.ones(*shape, device=device)
+        np.testing.assert_array_equal(g(z, 2.0).numpy(), np.full(shape, 2.0))
+    assert g.cache_info().currsize == 2
+    g.reset()
+    assert g.cache_info().currsize == 0
+
+
+def test_outputs_are_fresh_tensors_and_inputs_are_never_overwritten(device):
+    c = lazyt.compile(lambda x: (x * 3).relu() + 1)
+    x = _data(device, 1)[0]
+    keep = x.numpy().copy()
+    outs = [c(x) for _ in range(5)]
+    assert len({id(o) for o in outs}) == 5
+    for o in outs:
+        np.testing.assert_array_equal(o.numpy(), np.maximum(keep * 3, 0) + 1)
+    np.testing.assert_array_equal(x.numpy(), keep)
+
+
+def test_weights_read_from_a_closure_are_read_at_each_call(fused):
+    device = fused
+    lin = nn.Linear(16, 4, device=device)
+    c = lazyt.compile(lambda x: lin(x))
+    x = _data(device, 1)[0]
+    with lazyt.no_grad():
+        for _ in range(3):
+            c(x)
+        lin.weight.mul_(0.5)             # updated outside the compiled function
+        np.testing.assert_array_equal(c(x).numpy(), lin(x).numpy())
+    assert c.cache_info().hits == 2
+
+
+def test_outputs_are_detached(fused):
+    device = fused
+    lin = nn.Linear(16, 4, device=device)
+    c = lazyt.compile(lambda x: lin(x).sum())
+    x = _data(device, 1)[0]
+    for _ in range(3):
+        out = c(x)
+        assert not out.requires_grad
+
+
+def test_model_compiled_under_no_grad(device):
+    lazyt.manual_seed(0)
+    m = nn.Sequential(nn.Linear(16, 32, device=device), nn.GELU(),
+                      nn.LayerNorm(32, device=device), nn.Linear(32, 4, device=device))
+    cm = lazyt.compile(m)
+    with lazyt.no_grad():
+        for x in _data(device, 4):
+            np.testing.assert_array_equal(cm(x).numpy(), m(x).numpy())
+
+
+# ---------------------------------------------------------------------------- training
+def _train(device, opt_name, compiled, flow="torch", steps=10):
+    lazyt.manual_seed(0)
+    m = nn.Sequential(nn.Linear(16, 32, device=device), nn.ReLU(),
+                      nn.Linear(32, 4, device=device))
+    if opt_name == "sgd":
+        opt = lazyt.optim.SGD(m.parameters(), lr=0.1, momentum=0.9, nesterov=True)
+    elif opt_name == "adam":
+        opt = lazyt.optim.Adam(m.parameters(), lr=1e-2)
+    else:
+        opt = lazyt.optim.AdamW(m.parameters(), lr=1e-2, amsgrad=True)
+    xs = _data(device, 6)
+    rng = np.random.default_rng(5)
+    ys = [lazyt.tensor(rng.integers(0, 4, 8), device=device) for _ in range(6)]
+
+    def step(x, y):
+        if flow == "torch":
+            opt.zero_grad()
+            loss = F.cross_entropy(m(x), y)
+            loss.backward()
+            opt.step()
+        else:
+            loss = F.cross_entropy(m(x), y)
+            opt.step(loss.backward())
+        return loss
+
+    f = lazyt.compile(step) if compiled else step
+    losses = [float(f(xs[i % 6], ys[i % 6])) for i in range(steps)]
+    return losses, [p.numpy().copy() for p in m.parameters()], m, f
+
+
+@pytest.mark.parametrize("flow", ["torch", "burn"])
+def test_sgd_training_steps_replay_bit_for_bit(fused, flow):
+    device = fused
+    plain, p_plain, _, _ = _train(device, "sgd", False, flow)
+    comp, p_comp, m, f = _train(device, "sgd", True, flow)
+    assert plain == comp
+    for a, b in zip(p_plain, p_comp):
+        np.testing.assert_array_equal(a, b)
+    assert f.cache_info().hits >= 6
+    if flow == "torch":                   # .grad holds the last step's gradient, as plain
+        assert all(p.grad is not None for p in m.parameters())
+
+
+@pytest.mark.parametrize("opt_name", ["adam", "adamw"])
+def test_adam_training_steps_match(fused, opt_name):
+    """Under lazyt.compile Adam's step count lives on the device (its bias corrections are
+    float32 there): the same curve within float32 rounding."""
+    device = fused
+    plain, p_plain, _, _ = _train(device, opt_name, False)
+    comp, p_comp, _, f = _train(device, opt_name, True)
+    np.testing.assert_allclose(comp, plain, rtol=2e-5, atol=2e-6)
+    for a, b in zip(p_plain, p_comp):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+    assert f.cache_info().hits >= 6
+
+
+def test_a_changed_learning_rate_records_again(fused):
+    device = fused
+    lazyt.manual_seed(0)
+    lin = nn.Linear(4, 1, device=device)
+    opt = lazyt.optim.SGD(lin.parameters(), lr=0.1)
+    x = lazyt.ones(2, 4, device=device)
+
+    @lazyt.compile
+    def step():
+        opt.zero_grad()
+        loss = lin(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    for _ in range(3):
+        step()
+    before = lin.bias.numpy().copy()
+    opt.param_groups[0]["lr"] = 0.5       # a scheduler's change is seen, not baked in
+    step()
+    np.testing.assert_allclose(lin.bias.numpy(), before - 0.5 * 2, rtol=1e-6)
+    assert step.cache_info().recordings == 3
+
+
+def test_in_place_state_updates_are_replayed(device):
+    acc = lazyt.zeros(3, device=device)
+    c = lazyt.compile(lambda x: acc.add_(x))
+    x = lazyt.ones(3, device=device)
+    for _ in range(5):
+        c(x)
+    np.testing.assert_array_equal(acc.numpy(), [5.0, 5.0, 5.0])
+    assert acc._version == 5
+
+
+# ---------------------------------------------------------------------------- refusals
+@pytest.mark.parametrize("body, match", [
+    (lambda x: x.sum().item(), "reading a tensor's values"),
+    (lambda x: float(x.mean()), "reading a tensor's values"),
+    (lambda x: print(x), "reading a tensor's values"),
+    (lambda x: x.numpy(), "reading a tensor's values"),
+    (lambda x: x[x > 0], "reading a tensor's values"),
+    (lambda x: x * lazyt.randn(8, 16, device=x.device), "random numbers"),
+    (lambda x: nn.Dropout(0.5)(x), "random numbers"),
+    (lambda x: lazyt.sync(), "lazyt.sync"),
+    (lambda x: x.to("cpu") if x.device.base != "cpu" else x.numpy(), "reading"),
+])
+def test_what_cannot_be_replayed_raises(fused, body, match):
+    device = fused
+    x = _data(device, 1)[0]
+    c = lazyt.compile(body)
+    with pytest.raises(lazyt.CaptureError, match=match):
+        c(x)
+    np.testing.assert_array_equal((x * 2).numpy(), x.numpy() * 2)   # the runtime still works
+
+
+def test_value_dependent_control_flow_is_detected(fused):
+    device = fused
+    calls = [0]
+
+    def f(x):
+        calls[0] += 1
+        return x * 2 if calls[0] % 2 else x + 1
+
+    c = lazyt.compile(f)
+    x = _data(device, 1)[0]
+    c(x)
+    with pytest.raises(lazyt.CaptureError, match="different ops"):
+        c(x)
+
+
+def test_state_replaced_by_new_tensors_is_refused(fused):
+    device = fused
+    box = {}
+
+    def f(x):
+        box["v"] = x * 2 if "v" not in box else box["v"] + x
+        return box["v"].sum()
+
+    c = lazyt.compile(f)
+    x = _data(device, 1)[0]
+    with pytest.raises(lazyt.CaptureError, match="in place"):
+        for _ in range(3):
+            c(x)
+
+
+def test_bad_arguments():
+    with pytest.raises(lazyt.CaptureError, match="callable"):
+        lazyt.compile(3)
+    with pytest.raises(lazyt.CaptureError, match="cache_size"):
+        lazyt.compile(chain, cache_size=0)
+    c = lazyt.compile(lambda x, opts: x)
+    with pytest.raises(lazyt.CaptureError, match="signature"):
+        c(lazyt.ones(2), [{1, 2}][0] if False else {"a": [1, {2}]})
+
+
+def test_lazyt_compile_0_makes_plain_calls(device, monkeypatch):
+    monkeypatch.setenv("LAZYT_COMPILE", "0")
+    c = lazyt.compile(lambda x: x.sum().item())     # reading is fine in a plain call
+    x = lazyt.ones(3, device=device)
+    assert c(x) == 3.0 and c(x) == 3.0
+    assert c.cache_info().recordings == 0
+
+
+def test_extension_ops_replay(device):
+    from lazyt.extension import backend_extension  # noqa: F401
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+    from custom_kernel.lib import matmul_add_relu_custom
+    a, = _data(device, 1, (8, 16))
+    w, = _data(device, 1, (16, 4), seed=2)
+    b, = _data(device, 1, (8, 4), seed=3)
+    c = lazyt.compile(lambda x: matmul_add_relu_custom(x, w, b) * 2)
+    for _ in range(4):
+        np.testing.assert_array_equal(c(a).numpy(), (matmul_add_relu_custom(a, w, b) * 2).numpy())
