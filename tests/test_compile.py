@@ -295,3 +295,27 @@ def test_extension_ops_replay(device):
     c = lazyt.compile(lambda x: matmul_add_relu_custom(x, w, b) * 2)
     for _ in range(4):
         np.testing.assert_array_equal(c(a).numpy(), (matmul_add_relu_custom(a, w, b) * 2).numpy())
+
+
+def _graph_of(compiled):
+    entry = next(iter(compiled._cache.values()))
+    return entry.ready.graph if entry.ready is not None else None
+
+
+def test_cuda_graph_replays_equal_plain_calls(fused):
+    device = fused
+    if not getattr(device.base_backend, "graphs", False):
+        pytest.skip(f"{device} has no device graphs (the cuda backend has)")
+    c = lazyt.compile(chain)
+    xs = _data(device, 6)
+    b = _data(device, 1, seed=1)[0]
+    outs = [c(x, b) for x in xs]                       # later calls run one CUDA graph
+    assert _graph_of(c) is not None
+    for x, o in zip(xs, outs):                         # results held across launches survive
+        np.testing.assert_array_equal(o.numpy(), chain(x, b).numpy())
+    plain, p_plain, _, _ = _train(device, "sgd", False, steps=12)
+    comp, p_comp, _, f = _train(device, "sgd", True, steps=12)
+    assert _graph_of(f) is not None
+    assert plain == comp
+    for a, p in zip(p_plain, p_comp):
+        np.testing.assert_array_equal(a, p)

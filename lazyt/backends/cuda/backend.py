@@ -9,6 +9,7 @@ wgpu, float64 and a real 64-bit int64 are supported.
 """
 from __future__ import annotations
 
+import functools
 import math
 from pathlib import Path
 
@@ -24,6 +25,17 @@ from ..cube.backend import CubeBackend
 from ..cube.launch import info_words
 from ..cube.source import CubeCount
 from ..cube.tensor import CubeTensor
+
+@functools.lru_cache(maxsize=256)
+def _batch_offsets(bshape: tuple, a_bs: tuple, b_bs: tuple):
+    """Element offsets of every batch's A and B matrix (row-major over `bshape`)."""
+    idx = np.indices(bshape).reshape(len(bshape), -1).astype(np.int64)
+    a = (np.asarray(a_bs, np.int64)[:, None] * idx).sum(0)
+    b = (np.asarray(b_bs, np.int64)[:, None] * idx).sum(0)
+    a.setflags(write=False)
+    b.setflags(write=False)
+    return a, b
+
 
 #: The fallback matmul kernel's tile (kernels/matmul.cu).
 MATMUL_BM = MATMUL_BN = 64
@@ -163,8 +175,12 @@ class CudaBackend(CubeBackend):
         self.client._untaped()   # a library call: the op is not replayed launch by launch
         batches = math.prod(batch)
         bshape, a_bs, b_bs = self.batch_layout(lhs, rhs, batch)
-        dense = len(bshape) > 1  # batch dims that no single stride walks: make them dense
-        if dense:
+        dense = len(bshape) > 1  # batch dims that no single stride walks
+        if dense and bias is None:   # each batch's matrices through pointer arrays, no copies
+            out = self._pointer_matmul(lhs, rhs, out_shape, bshape, a_bs, b_bs, m, n, k)
+            if out is not None:
+                return out
+        if dense:                    # else make them dense
             lhs, rhs = self._dense_batches(lhs, rhs, batch)
         a_bstride = m * k if dense and batch else (a_bs[0] if a_bs else 0)
         b_bstride = k * n if dense and batch else (b_bs[0] if b_bs else 0)
@@ -191,6 +207,25 @@ class CudaBackend(CubeBackend):
             lhs, rhs = self._dense_batches(lhs, rhs, batch)   # a layout cuBLAS refuses: once
             dense = True
             a_bstride, b_bstride = (m * k, k * n) if batch else (0, 0)
+
+    def _pointer_matmul(self, lhs, rhs, out_shape, bshape, a_bs, b_bs, m, n, k):
+        """A batched product whose batch dims need several strides (heads split out of a
+        sequence by a permute): one cuBLAS call over per-batch pointer arrays, or None."""
+        size = self.storage_of(lhs.dtype).itemsize
+        a_off, b_off = _batch_offsets(tuple(bshape), tuple(a_bs), tuple(b_bs))
+        out = self.alloc("matmul", out_shape, lhs.dtype)
+        batches = len(a_off)
+        words = np.empty(3 * batches, np.int64)   # device addresses (below 2**63)
+        words[:batches] = a_off * size + (lhs.handle.ptr + lhs.offset * size)
+        words[batches:2 * batches] = b_off * size + (rhs.handle.ptr + rhs.offset * size)
+        words[2 * batches:] = np.arange(batches, dtype=np.int64) * (m * n * size) + \
+            out.handle.ptr
+        base = self.client.host_data(words)
+        ok = self.client.blas.gemm_pointers(
+            lhs.dtype.name, m, n, k, base, lhs.strides[-2], lhs.strides[-1],
+            base + 8 * batches, rhs.strides[-2], rhs.strides[-1], base + 16 * batches,
+            batches, tf32=self.allow_tf32)
+        return out if ok else None
 
     @_replay.replayable()
     def _kernel_matmul(self, lhs, rhs, bias, relu, out_shape, batch, m, n, k) -> CubeTensor:

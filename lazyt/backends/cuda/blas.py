@@ -268,6 +268,40 @@ class Blas:
             raise BlasError(f"matmul (cuBLAS) {dtype} {shape}({m}x{k}) @ ({k}x{n}) failed: "
                             f"{type(e).__name__}: {e}") from e
 
+    def gemm_pointers(self, dtype: str, m: int, n: int, k: int, a_ptrs: int, a_rs: int,
+                      a_ks: int, b_ptrs: int, b_ks: int, b_cs: int, c_ptrs: int, batches: int,
+                      tf32: bool = False) -> bool:
+        """Row-major C[i] (contiguous m x n) = A[i] @ B[i] for i < batches, each matrix found
+        through a device array of `batches` pointers (`a_ptrs`, `b_ptrs`, `c_ptrs`: device
+        addresses of those arrays): batches that no single stride walks (two batch dims of a
+        permuted view) without copying the operands. Layouts as `gemm`'s; False when cuBLAS
+        cannot take them."""
+        if self._handle is None:
+            raise BlasError("matmul (cuBLAS): the Blas handles are closed")
+        if dtype not in _ITEMSIZE:
+            return False
+        if m == 0 or n == 0 or batches == 0:
+            return True
+        p = _plan(m, n, k, a_rs, a_ks, b_ks, b_cs)
+        if p is None or batches > _INT32_MAX:
+            return False
+        t = self._types[dtype]
+        if dtype == "float64":
+            one, zero, compute = self._one64_p, self._zero64_p, self._compute["float64"]
+        else:
+            one, zero = self._one32_p, self._zero32_p
+            compute = self._compute["tf32" if tf32 and dtype == "float32" else "float32"]
+        try:
+            self._cublas.gemm_batched_ex(self._handle, p.transa, p.transb, p.m, p.n, p.k, one,
+                                         b_ptrs, t, p.lda, a_ptrs, t, p.ldb, zero, c_ptrs, t,
+                                         p.ldc, batches, compute, self._algo)
+        except self._errors as e:
+            if getattr(e, "status", None) in self._unsupported:
+                return False
+            raise BlasError(f"matmul (cuBLAS) {dtype} [{batches}] ({m}x{k}) @ ({k}x{n}) "
+                            f"through pointer arrays failed: {type(e).__name__}: {e}") from e
+        return True
+
     def _gemm(self, dtype: str, tf32: bool, p: GemmPlan, a: int, b: int, c: int) -> None:
         """One classic strided-batched GEMM (first operand from B, second from A)."""
         cb, h = self._cublas, self._handle

@@ -339,6 +339,16 @@ class CudaClient(cube.ComputeClient):
                                     self.stream)
         self._ring_at = at + size
 
+    @locked
+    def host_data(self, data: np.ndarray) -> int:
+        """The device address of a copy of `data` (host data for a library call, such as
+        cuBLAS's pointer arrays), queued in stream order: valid for work queued after it until
+        the upload ring wraps (a graph being captured keeps it for its life)."""
+        self.context.activate()
+        ptrs = [None]
+        self._upload_host_data("host data", [data], ptrs)
+        return ptrs[0]
+
     # ------------------------------------------------------------------ CUDA graphs
     @locked
     def begin_graph(self) -> None:

@@ -1,6 +1,7 @@
 // Row-wise float32 kernels over rows of `n` contiguous elements. LANES threads share a row
 // (WG / LANES rows per block, so short rows keep every thread busy); each loops over its row
-// with a stride of LANES and the row's statistics are combined by a tree in shared memory.
+// with a stride of LANES and the row's statistics are combined by warp shuffles (a tree in
+// shared memory when a row has more than 32 lanes).
 // Rows past the end still take part in the barriers; they read and write nothing.
 //
 // softmax_rows:    y = exp(x - max) / sum(exp(x - max))
@@ -20,8 +21,17 @@ __device__ __forceinline__ unsigned int row_of(unsigned int lid) {
     return g * (WG / LANES) + lid / LANES;
 }
 
-// The sum (is_max = false) or maximum (true) of `v` over the LANES threads of each row.
+// The sum (is_max = false) or maximum (true) of `v` over the LANES threads of each row: warp
+// shuffles when a row's lanes fit in one warp (every thread of the block calls this, so the
+// full mask holds), else a tree in shared memory.
 __device__ __forceinline__ float combine_row(unsigned int lid, float v, bool is_max) {
+    if (LANES <= 32u) {
+        for (unsigned int step = LANES / 2u; step > 0u; step = step / 2u) {
+            const float o = __shfl_xor_sync(0xffffffffu, v, step);
+            v = is_max ? max(v, o) : v + o;
+        }
+        return v;
+    }
     partial[lid] = v;
     __syncthreads();
     const unsigned int lane = lid % LANES;
@@ -38,6 +48,10 @@ __device__ __forceinline__ float combine_row(unsigned int lid, float v, bool is_
     return r;
 }
 
+// Each thread keeps up to CACHE of its row's values in registers (one read and one exp per
+// element); values past CACHE * LANES are read again in each pass.
+constexpr unsigned int CACHE = 8u;
+
 extern "C" __global__ void __launch_bounds__({{ workgroup_size_x }})
 softmax_rows(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
              const float* __restrict__ b, const unsigned int* __restrict__ info) {
@@ -46,18 +60,38 @@ softmax_rows(const float* __restrict__ x, float* __restrict__ y, const float* __
     const unsigned int lane = lid % LANES;
     const unsigned int n = row < info[0] ? info[1] : 0u;
     const unsigned int base = info[2] + row * n;
+    float v[CACHE];
     float m = -3.40282347e38f;
-    for (unsigned int i = lane; i < n; i = i + LANES) {
+#pragma unroll
+    for (unsigned int c = 0u; c < CACHE; ++c) {
+        const unsigned int i = lane + c * LANES;
+        v[c] = i < n ? x[base + i] : -3.40282347e38f;
+        m = max(m, v[c]);
+    }
+    for (unsigned int i = lane + CACHE * LANES; i < n; i = i + LANES) {
         m = max(m, x[base + i]);
     }
     m = combine_row(lid, m, true);
     float s = 0.0f;
-    for (unsigned int i = lane; i < n; i = i + LANES) {
+#pragma unroll
+    for (unsigned int c = 0u; c < CACHE; ++c) {
+        v[c] = expf(v[c] - m);
+        s = s + (lane + c * LANES < n ? v[c] : 0.0f);
+    }
+    for (unsigned int i = lane + CACHE * LANES; i < n; i = i + LANES) {
         s = s + expf(x[base + i] - m);
     }
     s = combine_row(lid, s, false);
-    for (unsigned int i = lane; i < n; i = i + LANES) {
-        y[row * n + i] = expf(x[base + i] - m) / s;
+    const float inv = 1.0f / s;
+#pragma unroll
+    for (unsigned int c = 0u; c < CACHE; ++c) {
+        const unsigned int i = lane + c * LANES;
+        if (i < n) {
+            y[row * n + i] = v[c] * inv;
+        }
+    }
+    for (unsigned int i = lane + CACHE * LANES; i < n; i = i + LANES) {
+        y[row * n + i] = expf(x[base + i] - m) * inv;
     }
 }
 
@@ -123,19 +157,40 @@ attention_rows(const float* __restrict__ x, float* __restrict__ y, const float* 
         r = r / size;
     }
     const float neg_inf = __uint_as_float(0xff800000u);
+    float v[CACHE];
     float m = neg_inf;
-    for (unsigned int i = lane; i < n; i = i + LANES) {
+#pragma unroll
+    for (unsigned int c = 0u; c < CACHE; ++c) {
+        const unsigned int i = lane + c * LANES;
+        v[c] = i < n ? masked_score(x, w, base + i, mask_base + i * col, scale, has_mask)
+                     : neg_inf;
+        m = max(m, v[c]);
+    }
+    for (unsigned int i = lane + CACHE * LANES; i < n; i = i + LANES) {
         m = max(m, masked_score(x, w, base + i, mask_base + i * col, scale, has_mask));
     }
     m = combine_row(lid, m, true);
     const bool dead = m == neg_inf;
     float s = 0.0f;
-    for (unsigned int i = lane; i < n; i = i + LANES) {
+#pragma unroll
+    for (unsigned int c = 0u; c < CACHE; ++c) {
+        v[c] = lane + c * LANES < n && !dead ? expf(v[c] - m) : 0.0f;
+        s = s + v[c];
+    }
+    for (unsigned int i = lane + CACHE * LANES; i < n; i = i + LANES) {
         s = s + expf(masked_score(x, w, base + i, mask_base + i * col, scale, has_mask) - m);
     }
     s = combine_row(lid, s, false);
-    for (unsigned int i = lane; i < n; i = i + LANES) {
+    const float inv = dead ? 0.0f : 1.0f / s;
+#pragma unroll
+    for (unsigned int c = 0u; c < CACHE; ++c) {
+        const unsigned int i = lane + c * LANES;
+        if (i < n) {
+            y[row * n + i] = v[c] * inv;
+        }
+    }
+    for (unsigned int i = lane + CACHE * LANES; i < n; i = i + LANES) {
         const float e = expf(masked_score(x, w, base + i, mask_base + i * col, scale, has_mask) - m);
-        y[row * n + i] = dead ? 0.0f : e / s;
+        y[row * n + i] = dead ? 0.0f : e * inv;
     }
 }
