@@ -126,6 +126,7 @@ class _Session:
 
     def __init__(self, name: str):
         self.name = name
+        self.thread = threading.get_ident()   # the thread whose ops are recorded
         self.objs: dict = {}       # id -> (tensor, primitive, _grad) when first noted
         self.made_ids: set = set()
         self.made_refs: list = []  # weak references to tensors made inside the call
@@ -135,7 +136,8 @@ class _Session:
 
     def saw(self, t) -> None:
         k = id(t)
-        if k in self.objs or k in self.made_ids or not isinstance(t, Tensor):
+        if k in self.objs or k in self.made_ids or not isinstance(t, Tensor) or \
+                threading.get_ident() != self.thread:
             return
         dev = t.device
         f = self.fusions.get(dev)
@@ -155,9 +157,13 @@ class _Session:
                 self.saw(t)
 
     def made(self, t) -> None:
-        if isinstance(t, Tensor):
+        if isinstance(t, Tensor) and threading.get_ident() == self.thread:
             self.made_ids.add(id(t))
             self.made_refs.append(weakref.ref(t))
+
+    def mine(self) -> bool:
+        """Whether the calling thread is the one being recorded."""
+        return threading.get_ident() == self.thread
 
     def watch(self, container: dict, key) -> None:
         k = (id(container), key)
@@ -212,11 +218,25 @@ def _source_of(ft: FusionTensor, arg_ids: dict, program, rel: dict, stored: set,
 
 def _record(name: str, fn: Callable, args: tuple, kwargs: dict, leaves: list):
     """Run `fn` once while recording; returns (its outputs, detached, and the recording)."""
+    layers = []
     for dev in devices():   # what is pending now is not part of the recording
         if dev._stack is not None:
             f = _fusion_of(dev)
-            if f is not None and f.pending:
-                f._drain()
+            if f is not None:
+                if f.pending:
+                    f._drain()
+                layers.append(f)
+    # other threads' ops wait until the recording ends (they must not join its stream)
+    for f in layers:
+        f._lock.acquire()
+    try:
+        return _record_locked(name, fn, args, kwargs, leaves)
+    finally:
+        for f in layers:
+            f._lock.release()
+
+
+def _record_locked(name: str, fn: Callable, args: tuple, kwargs: dict, leaves: list):
     session = _Session(name)
     arg_fts = []
     for t in leaves:
@@ -299,7 +319,9 @@ def _finish(session: _Session, out, arg_fts: list):
     firsts = [first for _, _, first in session.watched.values() if first is not None]
     rec.initialized = bool(escaped) or len({id(f) for f in firsts}) < len(firsts) or any(
         first is None and isinstance(c.get(k), Tensor) for c, k, first in
-        session.watched.values())
+        session.watched.values()) or any(   # a first gradient: the next call adds to it
+        grad is None and getattr(t, "_grad", None) is not None
+        for t, _, grad in session.objs.values())
     rec.n_out = len(out_leaves)
     rec.guards = list(session.guards.values())
     # where each outside input comes from
@@ -308,6 +330,9 @@ def _finish(session: _Session, out, arg_fts: list):
     for c, k, first in session.watched.values():
         if isinstance(first, Tensor):
             first_ids.setdefault(_ft(first.primitive).id, ("dict", c, k))
+    for t, _, grad in session.objs.values():   # a gradient read from `t.grad` as it is then
+        if grad is not None:
+            first_ids.setdefault(_ft(grad.primitive).id, ("grad", t))
     for t, prim, _ in session.objs.values():
         first_ids.setdefault(_ft(prim).id, ("obj", t))
     program = rec.program
@@ -346,7 +371,8 @@ def _finish(session: _Session, out, arg_fts: list):
 def _replay(rec: _Recording, leaves: list):
     """Run a recording on new arguments; None when a guard no longer holds."""
     for container, key, value in rec.guards:
-        if container.get(key) != value:
+        now = container.get(key)
+        if now is not value and (type(now) not in _SCALARS + (tuple,) or now != value):
             return None
     fusion = rec.fusion
     prims = None
@@ -361,6 +387,11 @@ def _replay(rec: _Recording, leaves: list):
                 ft = _ft(src[1].primitive)
             elif kind == "dict":
                 ft = _ft(src[1][src[2]].primitive)
+            elif kind == "grad":
+                g = getattr(src[1], "_grad", None)
+                if g is None:
+                    return None   # the gradient the recording adds to is gone: record again
+                ft = _ft(g.primitive)
             else:
                 loads.append(src[1])
                 continue
@@ -381,6 +412,7 @@ def _replay(rec: _Recording, leaves: list):
             fts.append(_ft(leaves[s[1]].primitive) if s[0] == "arg" else
                        _ft(s[1].primitive) if s[0] == "obj" else
                        _ft(s[1][s[2]].primitive) if s[0] == "dict" else
+                       _ft(s[1]._grad.primitive) if s[0] == "grad" else
                        fusion.wrap(s[1]))
         elif kind == "arg":
             fts.append(_ft(leaves[src[1]].primitive))

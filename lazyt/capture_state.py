@@ -11,8 +11,9 @@ from .errors import CaptureError
 
 
 class _State:
-    """`session`: the capture in progress (one per process, on the thread that runs it), or
-    None."""
+    """`session`: the capture in progress (one per process at a time: `lazyt.compile` holds a
+    lock while it records), or None. Only the recording thread's ops are captured; the hooks
+    ask `session.mine()` before acting."""
 
     __slots__ = ("session",)
 
@@ -24,14 +25,16 @@ STATE = _State()
 
 
 def active() -> bool:
-    """True while `lazyt.compile` records a function."""
-    return STATE.session is not None
+    """True while `lazyt.compile` records a function on this thread."""
+    s = STATE.session
+    return s is not None and s.mine()
 
 
 def refuse(what: str, why: str) -> None:
-    """Raise `CaptureError` for `what` (an op or call) when a function is being recorded."""
+    """Raise `CaptureError` for `what` (an op or call) when a function is being recorded on
+    this thread."""
     s = STATE.session
-    if s is not None:
+    if s is not None and s.mine():
         raise CaptureError(f"{what} inside a function compiled with lazyt.compile ({s.name}): "
                            f"{why}")
 
@@ -62,7 +65,7 @@ def watch(container: dict, key) -> None:
     """`container[key]` holds state that the recorded function may replace (an optimizer's
     per-parameter state): a replay writes the new value back there."""
     s = STATE.session
-    if s is not None:
+    if s is not None and s.mine():
         s.watch(container, key)
 
 
@@ -70,7 +73,7 @@ def guard(container: dict, key) -> None:
     """`container[key]` is a Python value the recording bakes in (a learning rate): a replay
     first checks it is unchanged, and records again when it is not."""
     s = STATE.session
-    if s is not None:
+    if s is not None and s.mine():
         s.guard(container, key)
 
 

@@ -319,3 +319,39 @@ def test_cuda_graph_replays_equal_plain_calls(fused):
     assert plain == comp
     for a, p in zip(p_plain, p_comp):
         np.testing.assert_array_equal(a, p)
+
+
+def test_gradients_accumulate_across_calls_as_plain(fused):
+    device = fused
+
+    def run(compiled):
+        lazyt.manual_seed(0)
+        lin = nn.Linear(4, 2, device=device)
+        x = lazyt.ones(3, 4, device=device)
+
+        def acc():                         # no zero_grad: .grad accumulates, as in torch
+            lin(x).sum().backward()
+            return lin.weight.grad * 1.0
+
+        f = lazyt.compile(acc) if compiled else acc
+        return [f().numpy().copy() for _ in range(5)], lin.weight.grad.numpy().copy()
+
+    plain, g_plain = run(False)
+    comp, g_comp = run(True)
+    for a, b in zip(plain, comp):
+        np.testing.assert_array_equal(a, b)
+    np.testing.assert_array_equal(g_plain, g_comp)
+
+
+def test_inputs_returned_and_closures_without_arguments(fused):
+    device = fused
+    w = lazyt.arange(4, device=device).float()
+    ident = lazyt.compile(lambda x, y: (x, y * 2, 7))
+    no_args = lazyt.compile(lambda: w.exp().sum())
+    x = lazyt.ones(4, device=device)
+    for _ in range(4):
+        a, b, k = ident(x, w)
+        assert k == 7 and a is not x
+        np.testing.assert_array_equal(a.numpy(), x.numpy())
+        np.testing.assert_array_equal(b.numpy(), w.numpy() * 2)
+        np.testing.assert_allclose(no_args().numpy(), np.exp(np.arange(4.0)).sum(), rtol=1e-6)

@@ -104,7 +104,8 @@ class Fusion(Backend):
             if location is None and self._trace:
                 location = user_location(3)
             stream = self.stream
-            if _CAPTURE.session is not None:   # lazyt.compile: one stream, never cut
+            session = _CAPTURE.session
+            if session is not None and session.mine():   # lazyt.compile: one stream, uncut
                 return stream.record(kind, op, args, inputs, scalars, shape, dtype, location)
             if self._overlap and inputs and stream.ops and stream.independent(inputs) and \
                     stream.work() >= self._overlap:
@@ -162,7 +163,7 @@ class Fusion(Backend):
                 raise FusionError(f"{name}: cannot record ops on a Fusion layer while it runs "
                                   "its pending ops")
             stream = self.stream
-            capturing = _CAPTURE.session is not None
+            capturing = _CAPTURE.session is not None and _CAPTURE.session.mine()
             if not capturing and self._overlap and inputs and stream.ops and \
                     stream.independent(inputs) and stream.work() >= self._overlap:
                 self._drain()
