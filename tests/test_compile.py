@@ -355,3 +355,13 @@ def test_inputs_returned_and_closures_without_arguments(fused):
         np.testing.assert_array_equal(a.numpy(), x.numpy())
         np.testing.assert_array_equal(b.numpy(), w.numpy() * 2)
         np.testing.assert_allclose(no_args().numpy(), np.exp(np.arange(4.0)).sum(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("checkpointing", ["balanced", "none"])
+def test_training_under_each_checkpointing_strategy(checkpointing):
+    device = lazyt.device("cpu", checkpointing=checkpointing)
+    plain, p_plain, _, _ = _train(device, "sgd", False, steps=6)
+    comp, p_comp, _, f = _train(device, "sgd", True, steps=6)
+    assert plain == comp and f.cache_info().hits >= 3
+    for a, b in zip(p_plain, p_comp):
+        np.testing.assert_array_equal(a, b)
