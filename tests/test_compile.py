@@ -302,14 +302,14 @@ def _graph_of(compiled):
     return entry.ready.graph if entry.ready is not None else None
 
 
-def test_cuda_graph_replays_equal_plain_calls(fused):
+def test_device_graph_replays_equal_plain_calls(fused):
     device = fused
     if not getattr(device.base_backend, "graphs", False):
-        pytest.skip(f"{device} has no device graphs (the cuda backend has)")
+        pytest.skip(f"{device} has no device graphs (cuda and wgpu have)")
     c = lazyt.compile(chain)
     xs = _data(device, 6)
     b = _data(device, 1, seed=1)[0]
-    outs = [c(x, b) for x in xs]                       # later calls run one CUDA graph
+    outs = [c(x, b) for x in xs]                       # later calls run one device graph
     assert _graph_of(c) is not None
     for x, o in zip(xs, outs):                         # results held across launches survive
         np.testing.assert_array_equal(o.numpy(), chain(x, b).numpy())

@@ -98,6 +98,38 @@ class CubeBackend(Backend):
         self._replays = _replay.new_memo()
         self.replay_hits = 0              # ops served by a replay (for tests and benchmarks)
 
+    # ------------------------------------------------------------------ device graphs
+    #: Whether the client records launches into a replayable graph (`begin_graph`): then
+    #: `lazyt.compile` replays a recording as one graph (a CUDA graph, or a wgpu dispatch list
+    #: with its bind groups made once).
+    @property
+    def graphs(self) -> bool:
+        return hasattr(self.client, "begin_graph")
+
+    def graph_begin(self) -> None:
+        self.client.begin_graph()
+
+    def graph_end(self):
+        return self.client.end_graph()
+
+    def graph_abort(self) -> None:
+        self.client.abort_graph()
+
+    def graph_buffer_like(self, x: CubeTensor) -> CubeTensor:
+        """A tensor with `x`'s layout on a new buffer of the same size (uninitialized)."""
+        return CubeTensor(self.client, self.device, x.shape, x.strides,
+                          self.client.empty(x.handle.nbytes), x.dtype, x.offset)
+
+    def graph_copy(self, dst: CubeTensor, src: CubeTensor) -> None:
+        """Queue a copy of `src`'s whole buffer into `dst`'s (same size and layout)."""
+        self.client.copy_buffer(dst.handle, src.handle, src.handle.nbytes)
+
+    def graph_clone(self, x: CubeTensor) -> CubeTensor:
+        """A copy of `x` (same layout) on a new buffer, queued."""
+        out = self.graph_buffer_like(x)
+        self.graph_copy(out, x)
+        return out
+
     def replay_default(self) -> bool:
         """Whether ops replay when `replay` is None (a runtime may read a switch here)."""
         return True

@@ -67,34 +67,6 @@ class CudaBackend(CubeBackend):
     def zeros(self, shape: tuple, dtype) -> CubeTensor:
         return self.full(shape, 0, dtype)
 
-    # ------------------------------------------------------------------ CUDA graphs
-    #: `lazyt.compile` replays a recording as one CUDA graph (see lazyt/capture.py).
-    graphs = True
-
-    def graph_begin(self) -> None:
-        self.client.begin_graph()
-
-    def graph_end(self):
-        return self.client.end_graph()
-
-    def graph_abort(self) -> None:
-        self.client.abort_graph()
-
-    def graph_buffer_like(self, x: CubeTensor) -> CubeTensor:
-        """A tensor with `x`'s layout on a new buffer of the same size (uninitialized)."""
-        return CubeTensor(self.client, self.device, x.shape, x.strides,
-                          self.client.empty(x.handle.nbytes), x.dtype, x.offset)
-
-    def graph_copy(self, dst: CubeTensor, src: CubeTensor) -> None:
-        """Queue a copy of `src`'s whole buffer into `dst`'s (same size and layout)."""
-        self.client.copy_buffer(dst.handle.ptr, src.handle.ptr, src.handle.nbytes)
-
-    def graph_clone(self, x: CubeTensor) -> CubeTensor:
-        """A copy of `x` (same layout) on a new buffer, queued."""
-        out = self.graph_buffer_like(x)
-        self.graph_copy(out, x)
-        return out
-
     # ------------------------------------------------------------------ matmul
     def linear(self, x: CubeTensor, weight: CubeTensor, bias=None) -> CubeTensor:
         """`x @ weight^T (+ bias)`: one cuBLAS(Lt) call on a transposed view of the weight, the

@@ -403,11 +403,11 @@ class CudaClient(cube.ComputeClient):
         return self._graph is not None
 
     @locked
-    def copy_buffer(self, dst: int, src: int, nbytes: int) -> None:
-        """Queue a device-to-device copy of `nbytes` (addresses as ints)."""
+    def copy_buffer(self, dst: Handle, src: Handle, nbytes: int) -> None:
+        """Queue a device-to-device copy of the first `nbytes` of `src` into `dst`."""
         self.context.activate()
         if nbytes:
-            self._drv.memcpy_dtod_async(dst, src, nbytes, self.stream)
+            self._drv.memcpy_dtod_async(dst.ptr, src.ptr, nbytes, self.stream)
 
     # ------------------------------------------------------------------ cuBLAS
     @property

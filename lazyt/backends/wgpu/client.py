@@ -143,6 +143,7 @@ class WgpuClient(cube.ComputeClient):
         self._errors = device.create_buffer(size=ERROR_SLOTS * 8, usage=self._storage_usage)
         self._staging = None
         self._timer: DeviceTimer | None = None
+        self._graph: _GraphCapture | None = None   # a dispatch list being recorded
 
     # ------------------------------------------------------------------ buffers
     def _create_buffer(self, size: int):
@@ -168,6 +169,8 @@ class WgpuClient(cube.ComputeClient):
         self.check_size(nbytes)
         handle = self.pool.acquire(nbytes)
         self._taped_alloc(handle)
+        if self._graph is not None:     # the graph writes it on every launch: keep it
+            self._graph.keep.append(handle)
         return handle
 
     @locked
@@ -293,6 +296,9 @@ class WgpuClient(cube.ComputeClient):
         self._taped_launch(p, cube_count, bindings)
         if cube_count.total == 0:
             return
+        if self._graph is not None:
+            self._graph_launch(p, cube_count, bindings)
+            return
         key = [id(p.bind_layout)]
         buffers = []
         offsets = []
@@ -335,6 +341,76 @@ class WgpuClient(cube.ComputeClient):
         self.launches += 1
         if self._pending >= MAX_BATCH or self._pending_bytes >= MAX_BATCH_BYTES:
             self.flush()
+
+    # ------------------------------------------------------------------ dispatch graphs
+    @locked
+    def begin_graph(self) -> None:
+        """Start recording a graph: launches until `end_graph` are kept as a dispatch list
+        (pipeline, a bind group made now, workgroup counts) instead of being encoded; host
+        data goes to an arena the graph owns, and buffers allocated meanwhile are kept for the
+        graph's life (it writes them on every launch)."""
+        if self._graph is not None:
+            raise GraphCaptureError(f"{self.name}: a graph is already being recorded")
+        self._untaped()
+        u = self._wgpu.BufferUsage
+        arena = self.device.create_buffer(size=GRAPH_ARENA_BYTES,
+                                          usage=u.STORAGE | u.UNIFORM | u.COPY_DST)
+        self._graph = _GraphCapture(arena)
+
+    @locked
+    def end_graph(self) -> "WgpuGraph":
+        g = self._graph
+        if g is None:
+            raise GraphCaptureError(f"{self.name}: no graph is being recorded")
+        self._graph = None
+        if g.data:
+            self.device.queue.write_buffer(g.arena, 0, bytes(g.data))
+        return WgpuGraph(self, g)
+
+    @locked
+    def abort_graph(self) -> None:
+        self._graph = None
+
+    @locked
+    def copy_buffer(self, dst: Handle, src: Handle, nbytes: int) -> None:
+        """Queue a copy of the first `nbytes` of `src` into `dst` (rounded up to 4 bytes)."""
+        n = min(-(-int(nbytes) // 4) * 4, src.buffer.size, dst.buffer.size)
+        if not n:
+            return
+        if self._graph is not None:
+            self._graph.ops.append((None, src.buffer, dst.buffer, n))
+            return
+        self._end_pass()
+        self._command_encoder().copy_buffer_to_buffer(src.buffer, 0, dst.buffer, 0, n)
+        self._pending += 1
+
+    def _graph_launch(self, p: Pipeline, cube_count: CubeCount, bindings) -> None:
+        g = self._graph
+        entries, offsets = [], []
+        for i, (b, kind, dyn) in enumerate(zip(bindings, p.kinds, p.dynamic)):
+            if isinstance(b, (np.ndarray, bytes, bytearray, memoryview)):
+                if kind == "storage":
+                    raise LazytError(f"launch of {p.name!r}: binding {i} is read_write storage; "
+                                     "host data can only be bound read-only")
+                raw = np.ascontiguousarray(b).tobytes() if isinstance(b, np.ndarray) \
+                    else bytes(b)
+                size = max(-(-len(raw) // 16) * 16, 16)
+                at = -(-len(g.data) // self._align) * self._align
+                if at + size > GRAPH_ARENA_BYTES:
+                    raise GraphCaptureError(f"launch of {p.name!r}: the graph's "
+                                            f"{GRAPH_ARENA_BYTES}-byte host-data arena is full")
+                g.data.extend(b"\0" * (at - len(g.data)))
+                g.data.extend(raw + b"\0" * (size - len(raw)))
+                buffer, offset = g.arena, at
+            else:
+                buffer, offset, size = self._resource(p.name, i, b, kind)
+            if dyn:
+                offsets.append(offset)
+                offset = 0
+            entries.append({"binding": i, "resource": {"buffer": buffer, "offset": offset,
+                                                       "size": size}})
+        group = self.device.create_bind_group(layout=p.bind_layout, entries=entries)
+        g.ops.append((p.pipeline, group, offsets, (cube_count.x, cube_count.y, cube_count.z)))
 
     def _drop_group(self, key: tuple) -> None:
         entry = self._groups.pop(key, None)
@@ -449,6 +525,56 @@ class WgpuClient(cube.ComputeClient):
         errors. (Waiting = mapping a copy made after all submitted work: one queue runs its
         submissions in order.)"""
         self.read(self._errors, max(len(self._error_msgs), 1) * 8)
+
+
+class GraphCaptureError(LazytError, RuntimeError):
+    """A dispatch graph could not be recorded (the caller runs without one)."""
+
+
+#: Bytes of host data (info words, scalars) one recorded graph may hold.
+GRAPH_ARENA_BYTES = 1 << 20
+
+
+class _GraphCapture:
+    def __init__(self, arena):
+        self.arena = arena
+        self.data = bytearray()
+        self.ops: list = []    # (pipeline, group, offsets, counts) or (None, src, dst, nbytes)
+        self.keep: list = []
+
+
+class WgpuGraph:
+    """A recorded dispatch list: `launch()` encodes it into the client's current command
+    encoder (pipelines and bind groups were made when it was recorded)."""
+
+    def __init__(self, client: WgpuClient, capture: _GraphCapture):
+        self.client = client
+        self._capture = capture
+        self.ops = capture.ops
+
+    def launch(self) -> None:
+        c = self.client
+        with c._lock:
+            try:
+                cpass = None
+                for pipeline, a, b, d in self.ops:
+                    if pipeline is None:                 # a buffer copy
+                        c._end_pass()
+                        cpass = None
+                        c._command_encoder().copy_buffer_to_buffer(a, 0, b, 0, d)
+                        continue
+                    if cpass is None:
+                        cpass = c._compute_pass()
+                    cpass.set_pipeline(pipeline)
+                    cpass.set_bind_group(0, a, b)
+                    cpass.dispatch_workgroups(*d)
+            except Exception:
+                c._abandon()
+                raise
+            c._pending += len(self.ops)
+            c.launches += len(self.ops)
+            if c._pending >= MAX_BATCH:
+                c.flush()
 
 
 class DeviceTimer:
