@@ -252,10 +252,19 @@ def _record_locked(name: str, fn: Callable, args: tuple, kwargs: dict, leaves: l
         out = fn(*args, **kwargs)
     finally:   # a call that raised leaves what it recorded as plain pending work
         capture_state.STATE.session = None
-    return _finish(session, out, arg_fts)
+    return _finish(session, out, arg_fts, leaves)
 
 
-def _finish(session: _Session, out, arg_fts: list):
+class _Arg:
+    """An effect on argument tensor `i` (whatever tensor a later call passes there)."""
+
+    __slots__ = ("i",)
+
+    def __init__(self, i: int):
+        self.i = i
+
+
+def _finish(session: _Session, out, arg_fts: list, leaves: list):
     out_leaves: list = []
     out_struct = _flatten(out, out_leaves, "(output)")
     for t in out_leaves:
@@ -290,6 +299,9 @@ def _finish(session: _Session, out, arg_fts: list):
     accounted = {id(t) for t in out_leaves}
     accounted.update(id(e[1]) for e in effects)
     accounted.update(id(c[k]) for c, k, _ in session.watched.values() if k in c)
+    arg_pos = {id(t): i for i, t in enumerate(leaves)}   # effects on arguments follow them
+    effects = [(e[0], _Arg(arg_pos[id(e[1])]), *e[2:]) if e[0] != "dict" and
+               id(e[1]) in arg_pos else e for e in effects]
     escaped = [r() for r in session.made_refs]
     escaped = [t for t in escaped if t is not None and id(t) not in accounted]
     if escaped:
@@ -420,6 +432,8 @@ def _replay(rec: _Recording, leaves: list):
             fts.append(src[1])
     for e in rec.effects:
         kind, obj = e[0], e[1]
+        if type(obj) is _Arg:
+            obj = leaves[obj.i]
         if kind == "rebind":
             ft = fts[e[3]]
             if e[2]:
@@ -587,14 +601,17 @@ class Compiled:
             leaves = []
             struct = _flatten((args, kwargs), leaves)
         sig = []
+        seen: dict = {}
         for t in leaves:
             dev = t.device
             if not dev.fusion:
                 return self.fn(*args, **kwargs)   # a fusion=False device records nothing
             prim = t.primitive
             ft = _ft(prim)
-            # (the primitive's type says whether autodiff tracks it: requires_grad)
-            sig.append((id(dev), type(prim), ft.shape, id(ft.dtype)))
+            # (the primitive's type says whether autodiff tracks it: requires_grad; the
+            # first position holding the same tensor says which arguments alias)
+            sig.append((id(dev), type(prim), ft.shape, id(ft.dtype),
+                        seen.setdefault(ft.id, len(seen))))
         key = (struct, is_grad_enabled(), tuple(sig))
         with _LOCK:
             cache = self._cache

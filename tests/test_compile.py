@@ -365,3 +365,19 @@ def test_training_under_each_checkpointing_strategy(checkpointing):
     assert plain == comp and f.cache_info().hits >= 3
     for a, b in zip(p_plain, p_comp):
         np.testing.assert_array_equal(a, b)
+
+
+def test_aliased_arguments_and_in_place_updates_of_arguments(fused):
+    device = fused
+    c = lazyt.compile(lambda a, b: a * 2 + b)
+    x, y = _data(device, 2)
+    for _ in range(3):
+        np.testing.assert_array_equal(c(x, x).numpy(), x.numpy() * 3)
+    np.testing.assert_array_equal(c(x, y).numpy(), (x * 2 + y).numpy())   # not the x, x recording
+    bump = lazyt.compile(lambda t: t.add_(1.0))
+    ts = [lazyt.zeros(3, device=device) for _ in range(4)]
+    for t in ts:
+        bump(t)
+        bump(t)
+    for t in ts:                                   # each call updates the tensor passed to it
+        np.testing.assert_array_equal(t.numpy(), [2.0, 2.0, 2.0])

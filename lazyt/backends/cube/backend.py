@@ -626,6 +626,11 @@ class CubeBackend(Backend):
         probs = self.alloc("attention", scores.shape, scores.dtype)
         self._launch_rows("attention_rows", rows, n, info,
                           [scores, probs, scores if mask is None else mask, scores])
+        return self._attention_values(probs, v)
+
+    def _attention_values(self, probs: CubeTensor, v: CubeTensor) -> CubeTensor:
+        """`probs @ v`, the last step of `attention` (a runtime may lay the result out so
+        that merging the heads back is free)."""
         return self.matmul(probs, v)
 
     @_replay.replayable()

@@ -180,24 +180,54 @@ class CudaBackend(CubeBackend):
             dense = True
             a_bstride, b_bstride = (m * k, k * n) if batch else (0, 0)
 
-    def _pointer_matmul(self, lhs, rhs, out_shape, bshape, a_bs, b_bs, m, n, k):
+    def _pointer_matmul(self, lhs, rhs, out_shape, bshape, a_bs, b_bs, m, n, k,
+                        heads_last: bool = False):
         """A batched product whose batch dims need several strides (heads split out of a
-        sequence by a permute): one cuBLAS call over per-batch pointer arrays, or None."""
+        sequence by a permute): one cuBLAS call over per-batch pointer arrays, or None.
+        `heads_last` (a [b, h, m, n] product): the result is laid out as [b, m, h, n] in
+        memory and returned as the [b, h, m, n] view of it, so merging the heads back is a
+        free reshape."""
         size = self.storage_of(lhs.dtype).itemsize
         a_off, b_off = _batch_offsets(tuple(bshape), tuple(a_bs), tuple(b_bs))
-        out = self.alloc("matmul", out_shape, lhs.dtype)
         batches = len(a_off)
+        if heads_last:
+            b, h = out_shape[0], out_shape[1]
+            out = self.alloc("matmul", (b, m, h, n), lhs.dtype)
+            view = self._view(out, out_shape, (m * h * n, n, h * n, 1), 0)
+            i = np.arange(batches, dtype=np.int64)
+            c_off = (i // h) * (m * h * n) + (i % h) * n
+            c_rs = h * n
+        else:
+            out = view = self.alloc("matmul", out_shape, lhs.dtype)
+            c_off = np.arange(batches, dtype=np.int64) * (m * n)
+            c_rs = None
         words = np.empty(3 * batches, np.int64)   # device addresses (below 2**63)
         words[:batches] = a_off * size + (lhs.handle.ptr + lhs.offset * size)
         words[batches:2 * batches] = b_off * size + (rhs.handle.ptr + rhs.offset * size)
-        words[2 * batches:] = np.arange(batches, dtype=np.int64) * (m * n * size) + \
-            out.handle.ptr
+        words[2 * batches:] = c_off * size + out.handle.ptr
         base = self.client.host_data(words)
         ok = self.client.blas.gemm_pointers(
             lhs.dtype.name, m, n, k, base, lhs.strides[-2], lhs.strides[-1],
             base + 8 * batches, rhs.strides[-2], rhs.strides[-1], base + 16 * batches,
-            batches, tf32=self.allow_tf32)
-        return out if ok else None
+            batches, tf32=self.allow_tf32, c_rs=c_rs)
+        return view if ok else None
+
+    def _attention_values(self, probs: CubeTensor, v: CubeTensor) -> CubeTensor:
+        """`probs @ v` for [b, h, t, d] heads: written as [b, t, h, d] (see _pointer_matmul)
+        so the caller's merge of the heads needs no copy."""
+        if probs.ndim == 4 and v.ndim == 4 and self._use_blas(probs.dtype) and \
+                probs.dtype is v.dtype and probs.shape[:2] == v.shape[:2] and \
+                probs.shape[-1] == v.shape[-2] and 0 not in probs.shape and 0 not in v.shape:
+            self.client._untaped()
+            m, k = probs.shape[-2:]
+            n = v.shape[-1]
+            batch = probs.shape[:2]
+            bshape, a_bs, b_bs = self.batch_layout(probs, v, batch)   # row-major batches
+            out = self._pointer_matmul(probs, v, batch + (m, n), bshape, a_bs, b_bs, m, n, k,
+                                       heads_last=True)
+            if out is not None:
+                return out
+        return self.matmul(probs, v)
 
     @_replay.replayable()
     def _kernel_matmul(self, lhs, rhs, bias, relu, out_shape, batch, m, n, k) -> CubeTensor:

@@ -270,12 +270,12 @@ class Blas:
 
     def gemm_pointers(self, dtype: str, m: int, n: int, k: int, a_ptrs: int, a_rs: int,
                       a_ks: int, b_ptrs: int, b_ks: int, b_cs: int, c_ptrs: int, batches: int,
-                      tf32: bool = False) -> bool:
-        """Row-major C[i] (contiguous m x n) = A[i] @ B[i] for i < batches, each matrix found
-        through a device array of `batches` pointers (`a_ptrs`, `b_ptrs`, `c_ptrs`: device
-        addresses of those arrays): batches that no single stride walks (two batch dims of a
-        permuted view) without copying the operands. Layouts as `gemm`'s; False when cuBLAS
-        cannot take them."""
+                      tf32: bool = False, c_rs: int | None = None) -> bool:
+        """Row-major C[i] (m x n, rows `c_rs` elements apart: n when None) = A[i] @ B[i] for
+        i < batches, each matrix found through a device array of `batches` pointers (`a_ptrs`,
+        `b_ptrs`, `c_ptrs`: device addresses of those arrays): batches that no single stride
+        walks (two batch dims of a permuted view) without copying the operands. Layouts as
+        `gemm`'s; False when cuBLAS cannot take them."""
         if self._handle is None:
             raise BlasError("matmul (cuBLAS): the Blas handles are closed")
         if dtype not in _ITEMSIZE:
@@ -284,6 +284,9 @@ class Blas:
             return True
         p = _plan(m, n, k, a_rs, a_ks, b_ks, b_cs)
         if p is None or batches > _INT32_MAX:
+            return False
+        ldc = p.ldc if c_rs is None else c_rs
+        if not n <= ldc <= _INT32_MAX:
             return False
         t = self._types[dtype]
         if dtype == "float64":
@@ -294,7 +297,7 @@ class Blas:
         try:
             self._cublas.gemm_batched_ex(self._handle, p.transa, p.transb, p.m, p.n, p.k, one,
                                          b_ptrs, t, p.lda, a_ptrs, t, p.ldb, zero, c_ptrs, t,
-                                         p.ldc, batches, compute, self._algo)
+                                         ldc, batches, compute, self._algo)
         except self._errors as e:
             if getattr(e, "status", None) in self._unsupported:
                 return False

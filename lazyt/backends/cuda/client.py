@@ -511,12 +511,16 @@ class CudaGraph:
         self._graph = graph
         self._exe = exe
         self._capture = capture
-        self._stream = _cu().CUstream(client.stream.handle)
+        cu = _cu()
+        self._stream = cu.CUstream(client.stream.handle)
+        self._launch = cu.cuGraphLaunch
 
     def launch(self) -> None:
-        cu = _cu()
         self.client.context.activate()
-        _check(cu.cuGraphLaunch(self._exe, self._stream), "cuGraphLaunch")
+        res = self._launch(self._exe, self._stream)
+        err = res[0] if isinstance(res, tuple) else res
+        if int(err) != 0:
+            raise GraphCaptureError(f"cuGraphLaunch failed: {err}")
         self.client.launches += 1
 
     def __del__(self):
