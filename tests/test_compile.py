@@ -381,3 +381,38 @@ def test_aliased_arguments_and_in_place_updates_of_arguments(fused):
         bump(t)
     for t in ts:                                   # each call updates the tensor passed to it
         np.testing.assert_array_equal(t.numpy(), [2.0, 2.0, 2.0])
+
+
+@pytest.mark.filterwarnings("ignore:kernelize")   # (no wgpu kernel in that repo: falls back)
+def test_a_bert_forward_and_its_kernelized_form_replay_bit_for_bit(fused):
+    """A small random BERT (attention, layer norm, gelu, embedding gathers) and the same model
+    with the kernel hub's layer norm swapped in: replays (device graphs where the device has
+    them) equal plain calls."""
+    from pathlib import Path
+
+    from lazyt.kernels import KernelConfig
+    from lazyt.models import random_bert
+    from lazyt.models.bert import l2_normalize, mean_pooling
+    device = fused
+    config = {"model_type": "bert", "vocab_size": 50, "hidden_size": 16,
+              "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32,
+              "max_position_embeddings": 16, "type_vocab_size": 2, "layer_norm_eps": 1e-12,
+              "hidden_act": "gelu", "pad_token_id": 0}
+    kernels = Path(__file__).resolve().parents[1] / "examples" / "kernels"
+    rng = np.random.default_rng(0)
+    for hub in (False, True):
+        model = random_bert(config, device=device)
+        if hub:
+            KernelConfig({"LayerNorm": "lazyt/minilm-kernels:FusedLayerNorm"}).apply(
+                model, kernel_paths=[kernels])
+
+        def embed(ids, mask):
+            return l2_normalize(mean_pooling(model(ids, mask), mask))
+
+        c = lazyt.compile(embed)
+        with lazyt.no_grad():
+            for _ in range(5):
+                ids = lazyt.tensor(rng.integers(1, 50, (2, 6)), device=device)
+                mask = lazyt.tensor((rng.random((2, 6)) > 0.2).astype(np.int64), device=device)
+                np.testing.assert_array_equal(c(ids, mask).numpy(), embed(ids, mask).numpy())
+        assert c.cache_info().hits == 3
