@@ -117,12 +117,16 @@ def main(argv=None) -> int:
     raw += run("matmul_cpu.py", *(["--runs", "5"] if args.quick else []))
     raw += run("mlp_cpu.py", *(["--runs", "5"] if args.quick else []))
     raw += run("minilm.py", "--device", "cpu", *(["--runs", "3"] if args.quick else []))
+    raw += run("conv_cpu.py", *(["--runs", "3"] if args.quick else []))
+    raw += run("compile.py", "cpu", *(["--runs", "3", "--skip", "minilm"] if args.quick else []))
     for dev, software in gpu_devices():  # batch 32 x 128 takes minutes on a software adapter
         small = ["--batch", "2", "--seq", "32", "--runs", "1", "--warmup", "0"] if software \
             else (["--runs", "3"] if args.quick else [])
         raw += run("minilm.py", "--device", dev, *small)
     for dev, software in gpu_devices():  # a software adapter cannot run the full sizes
         raw += run("gpu.py", dev, *(["--small"] if software else []))
+        if not software:
+            raw += run("compile.py", dev, *(["--runs", "3"] if args.quick else []))
     if args.json:
         Path(args.json).write_text("".join(json.dumps(r) + "\n" for r in raw))
     rows = [n for n in (normalize(r) for r in raw) if n is not None]

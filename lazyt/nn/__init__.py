@@ -3,6 +3,7 @@ from .activation import (CELU, ELU, GELU, SELU, Hardsigmoid, Hardswish, Hardtanh
                          LogSigmoid, Mish, ReLU, ReLU6, Sigmoid, SiLU, Softmin, Softplus,
                          Softsign, Tanh)
 from .container import ModuleDict, ModuleList, Sequential
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d, ConvTranspose3d
 from .dropout import Dropout
 from .embedding import Embedding
 from . import functional
@@ -12,6 +13,8 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss, L1Lo
 from .module import LoadResult, Module, ModuleError, StateDictError, functional_call
 from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
+from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
+                      MaxPool2d, MaxUnpool1d, MaxUnpool2d)
 from .serialization import (CheckpointError, from_checkpoint_state, load_checkpoint_state,
                             to_checkpoint_state)
 
@@ -23,4 +26,7 @@ __all__ = [
     "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "MSELoss", "L1Loss",
     "SmoothL1Loss", "KLDivLoss", "ELU", "CELU", "SELU", "LeakyReLU", "ReLU6", "Hardtanh",
     "Hardsigmoid", "Hardswish", "Softplus", "Softsign", "Mish", "LogSigmoid", "Softmin",
+    "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d",
+    "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
+    "MaxUnpool1d", "MaxUnpool2d",
 ]

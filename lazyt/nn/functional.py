@@ -436,3 +436,14 @@ def quick_gelu(input: Tensor) -> Tensor:  # noqa: A002
     """`x * sigmoid(1.702 * x)` (the GELU approximation of CLIP)."""
     x = _activation_input("quick_gelu", input)
     return x * (1.702 * x).sigmoid()
+
+
+# ---------------------------------------------------------------------- convolution and pooling
+from .conv import (conv1d, conv2d, conv3d, conv_transpose1d, conv_transpose2d,  # noqa: E402
+                   conv_transpose3d)
+from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,  # noqa: E402
+                      avg_pool2d, max_pool1d, max_pool2d, max_unpool1d, max_unpool2d)
+
+__all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
+            "conv_transpose3d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
+            "adaptive_avg_pool1d", "adaptive_avg_pool2d", "max_unpool1d", "max_unpool2d"]
