@@ -59,3 +59,11 @@ __all__ = [
     "Gradients", "is_grad_enabled", "no_grad", "fusion", "kernels", "nn", "optim", "utils",
     "CaptureError", "compile", "capturing",
 ] + list(_functional_all)
+
+# torch's elementwise math and layout ops, as composites (lazyt/mathops.py, lazyt/layout.py)
+from .mathops import *  # noqa: E402,F401,F403
+from .mathops import __all__ as _mathops_all  # noqa: E402
+from .layout import *  # noqa: E402,F401,F403
+from .layout import __all__ as _layout_all  # noqa: E402
+
+__all__ += [n for n in _mathops_all + _layout_all if n not in __all__]

@@ -522,6 +522,8 @@ def chunk(x: DT, chunks: int, dim: int = 0) -> tuple:
     _rank1("chunk", x)
     d = sh.normalize_dim("chunk", dim, x.ndim)
     n = x.shape[d]
+    if n == 0:  # as torch: `chunks` empty pieces, not one
+        return split(x, [0] * chunks, d)
     size = builtins.max(1, math.ceil(n / chunks))
     return split(x, size, d)
 

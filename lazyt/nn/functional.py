@@ -447,3 +447,8 @@ from .pooling import (adaptive_avg_pool1d, adaptive_avg_pool2d, avg_pool1d,  # n
 __all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
             "conv_transpose3d", "max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d",
             "adaptive_avg_pool1d", "adaptive_avg_pool2d", "max_unpool1d", "max_unpool2d"]
+
+# ---------------------------------------------------------------------- torch.nn.functional.pad
+from ..layout import pad  # noqa: E402  (torch has it in nn.functional too)
+
+__all__ += ["pad"]

@@ -29,10 +29,11 @@ def _cumsum_grad(B, g, ctx):
     return {"x": B.slice(B.cumsum(B.slice(g, flip), dim), flip)}
 
 
-def _cumsum_frontend(cumsum, x, dim, *, dtype=None):
-    """torch's rules: integers and bools sum in int64, `dtype=` casts the input first, float16
-    is summed in float32 and rounded once, a 0-d tensor is its own running sum."""
-    d = sh.normalize_dim("cumsum", dim, x.ndim)
+def scan_frontend(name: str, scan, x, dim, dtype=None):
+    """torch's rules for a running sum or product `scan(x, dim)`: integers and bools run in
+    int64, `dtype=` casts the input first, float16 runs in float32 and is rounded once, a 0-d
+    tensor is its own result."""
+    d = sh.normalize_dim(name, dim, x.ndim)
     if dtype is not None:
         x = x.to(dtype)
     elif not x.dtype.is_float:
@@ -40,8 +41,12 @@ def _cumsum_frontend(cumsum, x, dim, *, dtype=None):
     if x.ndim == 0:
         return x
     if x.dtype is dt.float16:
-        return cumsum(x.to(dt.float32), d).to(dt.float16)
-    return cumsum(x, d)
+        return scan(x.to(dt.float32), d).to(dt.float16)
+    return scan(x, d)
+
+
+def _cumsum_frontend(cumsum, x, dim, *, dtype=None):
+    return scan_frontend("cumsum", cumsum, x, dim, dtype)
 
 
 cumsum = declare(OpDef(
