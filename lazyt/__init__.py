@@ -67,3 +67,14 @@ from .layout import *  # noqa: E402,F401,F403
 from .layout import __all__ as _layout_all  # noqa: E402
 
 __all__ += [n for n in _mathops_all + _layout_all if n not in __all__]
+
+# torch's masked/scattered writes, einsum, and more reductions, as composites
+# (lazyt/selection.py, lazyt/einsum.py, lazyt/reductions.py)
+from .selection import *  # noqa: E402,F401,F403
+from .selection import __all__ as _selection_all  # noqa: E402
+from .einsum import *  # noqa: E402,F401,F403
+from .einsum import __all__ as _einsum_all  # noqa: E402
+from .reductions import *  # noqa: E402,F401,F403
+from .reductions import __all__ as _reductions_all  # noqa: E402
+
+__all__ += [n for n in _selection_all + _einsum_all + _reductions_all if n not in __all__]

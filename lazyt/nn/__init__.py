@@ -30,3 +30,9 @@ __all__ = [
     "MaxPool1d", "MaxPool2d", "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d",
     "MaxUnpool1d", "MaxUnpool2d",
 ]
+
+# upsampling modules and torch.nn.init (lazyt/nn/interpolate.py, lazyt/nn/init.py)
+from . import init  # noqa: E402
+from .interpolate import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
+
+__all__ += ["init", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]

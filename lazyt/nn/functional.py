@@ -452,3 +452,10 @@ __all__ += ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d"
 from ..layout import pad  # noqa: E402  (torch has it in nn.functional too)
 
 __all__ += ["pad"]
+
+# ---------------------------------------------------------------------- one_hot, normalize, interpolate
+from ..selection import one_hot  # noqa: E402
+from ..reductions import normalize  # noqa: E402
+from .interpolate import interpolate, upsample  # noqa: E402
+
+__all__ += ["one_hot", "normalize", "interpolate", "upsample"]

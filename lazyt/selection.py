@@ -1,0 +1,416 @@
+"""torch's masked and scattered reads and writes that lazyt's primitive op set lacks
+(masked_fill, masked_select, nonzero, argwhere, scatter, scatter_reduce, index_put and their
+in-place forms, nn.functional.one_hot), as composites of `where`, `gather`, `scatter_add`,
+`index_select` and the reductions: every backend runs them and autodiff differentiates them.
+
+Writes follow one pattern (the one `x[idx] = v` uses): `scatter_add` places the values in a
+zero tensor, a second `scatter_add` of ones marks the positions hit, and `where` keeps the
+input elsewhere, so gradients reach the written values and the input's untouched positions.
+A target written twice gets an unspecified value (torch leaves it undefined too), except
+where the op accumulates. scatter_reduce's prod/amax/amin compare every index entry with
+every target position along `dim` (O(index.numel() * size) memory), then reduce.
+
+`masked_select`, `nonzero` and `argwhere` (and a boolean index in `index_put`) read their
+mask's values now, as their output's size depends on them; everything else stays lazy.
+"""
+from __future__ import annotations
+
+import numbers
+import operator
+
+import numpy as np
+
+from . import dtype as dt
+from . import shape as sh
+from .creation import arange, full
+from .dispatch import DispatchTensor, common_device
+from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
+from .functional import (as_tensor, binary, cat, expand, gather, index_select, index_tensor,
+                         method, scatter_add, to, where)
+from .inplace import rebind
+from .layout import movedim, pad
+from .mathops import install_methods, tensor_arg
+from .ops import BinaryOp
+from .tensor import Tensor
+
+__all__ = [
+    "masked_fill", "masked_select", "nonzero", "argwhere", "scatter", "scatter_reduce",
+    "index_put",
+]
+
+_B = BinaryOp
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+# ---------------------------------------------------------------------- shared machinery
+def _bool_mask(op: str, mask, like: Tensor) -> Tensor:
+    """`mask` as a bool tensor on `like`'s device; `DTypeError` for any other dtype (torch
+    takes bool masks only)."""
+    m = as_tensor(mask, like)
+    if not isinstance(m, Tensor):
+        m = Tensor.from_dispatch(m)
+    if m.dtype is not dt.bool_:
+        raise DTypeError(f"{op}: expected a bool mask, got {m.dtype.name} of shape {m.shape}")
+    common_device(op, (like, m))
+    return m
+
+
+def _work_dtype(d: dt.DType) -> dt.DType:
+    """The dtype scatter_add adds in: bool is placed as int32 and cast back."""
+    return dt.int32 if d is dt.bool_ else d
+
+
+def _scalar_value(op: str, value) -> bool:
+    """Whether `value` is a Python (or numpy) number, as opposed to a tensor."""
+    if isinstance(value, (numbers.Number, np.generic)):
+        return True
+    if isinstance(value, DispatchTensor):
+        return False
+    raise DTypeError(f"{op}: expected a number or a lazyt.Tensor value, got "
+                     f"{type(value).__name__}")
+
+
+def _place(x: Tensor, d: int, index: Tensor, src: Tensor):
+    """`(placed, hit)`: `src` scattered along `d` at `index` into zeros shaped like `x` (in
+    x's work dtype), and the bool mask of the positions written."""
+    work = _work_dtype(x.dtype)
+    placed = scatter_add(full(x.shape, 0, dtype=work, device=x.device), d, index, to(src, work))
+    ones = full(index.shape, 1, dtype=dt.int32, device=x.device)
+    hit = scatter_add(full(x.shape, 0, dtype=dt.int32, device=x.device), d, index, ones) > 0
+    return to(placed, x.dtype), hit
+
+
+def _same_dtype(op: str, x: Tensor, src: Tensor) -> None:
+    if src.dtype is not x.dtype:
+        raise DTypeError(f"{op}: src must have the input's dtype {x.dtype.name}, got "
+                         f"{src.dtype.name} (shape {src.shape})")
+
+
+def _scatter_args(op: str, input, dim, index, src):
+    """The checked (x, dim, int64 index, src) of a scatter: index has x's rank, fits inside x
+    outside `dim` and inside src; src has x's dtype."""
+    x = tensor_arg(op, input)
+    if x.ndim == 0:
+        x = x.reshape(1)
+    d = sh.normalize_dim(op, dim, x.ndim)
+    idx = index_tensor(op, index, x)
+    src = tensor_arg(op, src)
+    common_device(op, (x, idx, src))
+    _same_dtype(op, x, src)
+    if idx.ndim == 0:
+        idx = idx.reshape(1)
+    if src.ndim == 0:
+        src = src.reshape(1)
+    sh.gather(op, x.shape, d, idx.shape)
+    if src.ndim != idx.ndim or any(a > b for a, b in zip(idx.shape, src.shape)):
+        raise ShapeError(f"{op}: index shape {idx.shape} must fit inside src shape "
+                         f"{src.shape}")
+    return x, d, idx, src
+
+
+# ---------------------------------------------------------------------- masks
+@method(function=False)
+def masked_fill(input, mask, value) -> Tensor:  # noqa: A002 - torch's name
+    """`value` where the bool `mask` is True, `input` elsewhere (the two broadcast). `value`
+    is a number or a 0-d tensor (which then gets the gradient of the filled positions); the
+    result keeps input's dtype."""
+    x = tensor_arg("masked_fill", input)
+    m = _bool_mask("masked_fill", mask, x)
+    if _scalar_value("masked_fill", value):
+        v = full((), value, dtype=x.dtype, device=x.device)
+    else:
+        v = tensor_arg("masked_fill", value)
+        if v.ndim != 0:
+            raise ShapeError(f"masked_fill: a tensor value must be 0-d, got shape {v.shape}")
+        common_device("masked_fill", (x, v))
+        v = to(v, x.dtype)
+    sh.broadcast("masked_fill", x.shape, m.shape)
+    return where(m, v, x)
+
+
+@method(function=False)
+def masked_fill_(input, mask, value) -> Tensor:  # noqa: A002 - torch's name
+    """In-place `masked_fill`: the mask must broadcast to the tensor's shape."""
+    return rebind(input, masked_fill(input, mask, value), "masked_fill_")
+
+
+@method(function=False)
+def masked_select(input, mask) -> Tensor:  # noqa: A002 - torch's name
+    """The elements of `input` where the bool `mask` is True (the two broadcast), as a 1-D
+    tensor in row-major order. The mask is read now: its values size the output."""
+    x = tensor_arg("masked_select", input)
+    m = _bool_mask("masked_select", mask, x)
+    shape = sh.broadcast("masked_select", x.shape, m.shape)
+    if x.shape != shape:
+        x = expand(x, shape)
+    picks = np.flatnonzero(np.broadcast_to(m.numpy(), shape).reshape(-1)).astype(np.int64)
+    return index_select(x.reshape(-1), 0, as_tensor(picks, x))
+
+
+@method(function=False)
+def nonzero(input, *, as_tuple: bool = False):  # noqa: A002 - torch's name
+    """The indices of the non-zero elements: an int64 tensor of shape (count, ndim) in
+    row-major order, or with `as_tuple=True` one 1-D tensor per dim (a 0-d input counts as
+    1-D). Reads the values now: they size the output."""
+    x = tensor_arg("nonzero", input)
+    a = x.numpy()
+    if as_tuple:
+        return tuple(as_tensor(i.astype(np.int64), x) for i in np.nonzero(np.atleast_1d(a)))
+    found = np.argwhere(a).astype(np.int64)
+    return as_tensor(found.reshape(np.count_nonzero(a), a.ndim), x)
+
+
+@method(function=False)
+def argwhere(input) -> Tensor:  # noqa: A002 - torch's name
+    """`nonzero(input)`: the (count, ndim) int64 indices of the non-zero elements."""
+    return nonzero(tensor_arg("argwhere", input))
+
+
+def one_hot(tensor, num_classes: int = -1) -> Tensor:
+    """torch.nn.functional.one_hot: int64 of shape `tensor.shape + (num_classes,)`, 1 at each
+    class index. With the default -1 the class count is `max + 1`, read from the values;
+    with a given count the op stays lazy and an index outside [0, num_classes) gives a row
+    of zeros instead of torch's error (checking would read the values)."""
+    x = tensor_arg("one_hot", tensor)
+    if x.dtype.is_float or x.dtype is dt.bool_:
+        raise DTypeError(f"one_hot: expected an integer tensor of class indices, got "
+                         f"{x.dtype.name}")
+    n = operator.index(num_classes)
+    if n == -1:
+        if x.numel() == 0:
+            raise InvalidArgumentError("one_hot: cannot infer the number of classes from an "
+                                       f"empty tensor (shape {x.shape}); pass num_classes")
+        values = x.numpy()
+        if values.min() < 0:
+            raise IndexOutOfRangeError(f"one_hot: class values must be non-negative, got "
+                                       f"{int(values.min())}")
+        n = int(values.max()) + 1
+    elif n < 0:
+        raise InvalidArgumentError(f"one_hot: num_classes must be positive or -1, got {n}")
+    classes = arange(n, device=x.device)
+    return to(x.unsqueeze(-1) == to(classes, x.dtype), dt.int64)
+
+
+# ---------------------------------------------------------------------- scatter
+@method(function=False)
+def scatter(input, dim: int, index, src=None, *, value=None,  # noqa: A002 - torch's name
+            reduce: str | None = None) -> Tensor:
+    """torch.scatter: a copy of `input` with `src[i][j]` written at `[index[i][j]][j]` (for
+    dim 0), or the number `value` at every indexed position; `src` may be a number too (as
+    torch's `scatter(dim, index, value)`). `reduce="add"`/`"multiply"` combine with the
+    input instead of overwriting. Gradients reach `src` (gathered) and input's kept
+    positions."""
+    if (src is None) == (value is None):
+        raise InvalidArgumentError("scatter: pass exactly one of src and value")
+    if src is None:
+        src = value
+    x = tensor_arg("scatter", input)
+    if _scalar_value("scatter", src):
+        idx = index_tensor("scatter", index, x)
+        src = full(idx.shape, src, dtype=x.dtype, device=x.device)
+    if reduce is not None:
+        modes = {"add": "sum", "multiply": "prod"}
+        if reduce not in modes:
+            raise InvalidArgumentError(f"scatter: reduce must be 'add' or 'multiply', got "
+                                       f"{reduce!r}")
+        return scatter_reduce(x, dim, index, src, modes[reduce])
+    x0 = x
+    x, d, idx, src = _scatter_args("scatter", x, dim, index, src)
+    if idx.numel() == 0:
+        return x0
+    placed, hit = _place(x, d, idx, src)
+    return where(hit, placed, x).reshape(x0.shape)
+
+
+@method(function=False)
+def scatter_(input, dim: int, index, src=None, *, value=None,  # noqa: A002 - torch's name
+             reduce: str | None = None) -> Tensor:
+    """In-place `scatter`."""
+    return rebind(input, scatter(input, dim, index, src, value=value, reduce=reduce),
+                  "scatter_")
+
+
+@method(function=False)
+def scatter_add_(input, dim: int, index, src) -> Tensor:  # noqa: A002 - torch's name
+    """In-place `scatter_add`."""
+    return rebind(input, scatter_add(input, dim, index, src), "scatter_add_")
+
+
+def _identity(reduce: str, src: Tensor):
+    """What an unwritten slot holds before the reduction: the reduction's identity (for
+    integers, src's own extreme, as int64's limits do not fit every backend)."""
+    if reduce == "prod":
+        return 1
+    if src.dtype.is_float:
+        return -np.inf if reduce == "amax" else np.inf
+    return (src.min() if reduce == "amax" else src.max()).detach()
+
+
+def _dense_reduce(x: Tensor, d: int, idx: Tensor, src: Tensor, reduce: str,
+                  include_self: bool):
+    """prod/amax/amin: every index entry against every target position along `d`, then one
+    reduction, so each reduction's own gradient (ties split evenly, zeros exact) applies.
+    Returns `(reduced, hit)` shaped like x."""
+    n = x.shape[d]
+    src = src[tuple(slice(0, s) for s in idx.shape)]
+    idx_l, src_l = movedim(idx, d, -1), movedim(src, d, -1)          # (A..., k)
+    onehot = idx_l.unsqueeze(-1) == arange(n, device=x.device)       # (A..., k, n)
+    contrib = where(onehot, src_l.unsqueeze(-1), _identity(reduce, src_l))
+    if include_self:
+        x_l = movedim(x, d, -1)[tuple(slice(0, s) for s in idx_l.shape[:-1])]
+        contrib = cat([x_l.unsqueeze(-2), contrib], -2)
+    fn = {"prod": lambda t: t.prod(-2), "amax": lambda t: t.max(-2),
+          "amin": lambda t: t.min(-2)}[reduce]
+    reduced = to(fn(contrib), x.dtype)
+    hit = onehot.any(-2)
+    reduced, hit = movedim(reduced, -1, d), movedim(hit, -1, d)
+    grow = []
+    for a, b in zip(reversed(reduced.shape), reversed(x.shape)):
+        grow += [0, b - a]
+    if any(grow):  # the index covers only part of x outside `d`
+        reduced, hit = pad(reduced, grow), pad(hit, grow, value=False)
+    return reduced, hit
+
+
+@method(function=False)
+def scatter_reduce(input, dim: int, index, src, reduce: str,  # noqa: A002 - torch's name
+                   *, include_self: bool = True) -> Tensor:
+    """torch.scatter_reduce: reduce the values of `src` scattered to each position of
+    `input` along `dim` ("sum", "prod", "mean", "amax" or "amin"), together with input's
+    own value when `include_self`; positions no index reaches keep input's value. An integer
+    "mean" rounds down, as torch's. Gradients as torch's: ties of amax/amin share evenly,
+    prod is exact where values are zero (one difference: with `include_self=False`, torch
+    also counts an excluded input value equal to the result in the split; here it does
+    not, so the shares add up to the output's gradient)."""
+    if reduce not in _REDUCES:
+        raise InvalidArgumentError(f"scatter_reduce: reduce must be one of "
+                                   f"{', '.join(_REDUCES)}, got {reduce!r}")
+    x0 = tensor_arg("scatter_reduce", input)
+    x, d, idx, src = _scatter_args("scatter_reduce", x0, dim, index, src)
+    if idx.numel() == 0:
+        return x0
+    if reduce in ("sum", "mean"):
+        work = _work_dtype(x.dtype)
+        xw, sw = to(x, work), to(src, work)
+        ones = full(idx.shape, 1, dtype=dt.int32, device=x.device)
+        count = scatter_add(full(x.shape, 0, dtype=dt.int32, device=x.device), d, idx, ones)
+        hit = count > 0
+        base = xw if include_self else where(hit, 0, xw)
+        total = scatter_add(base, d, idx, sw)
+        if reduce == "mean":
+            count = binary(_B.MAXIMUM, count + int(include_self), 1)
+            if work.is_float:
+                total = total / to(count, work)
+            else:
+                total = binary(_B.FLOOR_DIV, total, to(count, work))
+        out = to(where(hit, total, xw), x.dtype)
+    else:
+        reduced, hit = _dense_reduce(x, d, idx, src, reduce, include_self)
+        out = where(hit, reduced, x)
+    return out.reshape(x0.shape)
+
+
+@method(function=False)
+def scatter_reduce_(input, dim: int, index, src, reduce: str,  # noqa: A002 - torch's name
+                    *, include_self: bool = True) -> Tensor:
+    """In-place `scatter_reduce`."""
+    return rebind(input, scatter_reduce(input, dim, index, src, reduce,
+                                        include_self=include_self), "scatter_reduce_")
+
+
+# ---------------------------------------------------------------------- index_put
+def _index_list(x: Tensor, indices) -> list:
+    """The integer index tensors of `indices` (one per leading dim of x; a bool tensor
+    stands for the dims it covers, through its nonzero positions)."""
+    if not isinstance(indices, (tuple, list)):
+        raise DTypeError(f"index_put: indices must be a tuple of tensors, got "
+                         f"{type(indices).__name__}")
+    out = []
+    for k in indices:
+        if k is None:
+            raise InvalidArgumentError("index_put: None is not supported in indices; index "
+                                       "the leading dims with tensors")
+        t = as_tensor(k, x)
+        if not isinstance(t, Tensor):
+            t = Tensor.from_dispatch(t)
+        common_device("index_put", (x, t))
+        if t.dtype is dt.bool_:
+            dims = x.shape[len(out):len(out) + t.ndim]
+            if tuple(t.shape) != tuple(dims):
+                raise IndexOutOfRangeError(f"index_put: boolean index of shape {t.shape} does "
+                                           f"not match the dims {dims} of shape {x.shape} it "
+                                           "indexes")
+            out.extend(nonzero(t, as_tuple=True) if t.ndim else [])
+            if t.ndim == 0:
+                raise InvalidArgumentError("index_put: a 0-d boolean index is not supported")
+        else:
+            out.append(index_tensor("index_put", t, x))
+    if len(out) > x.ndim:
+        raise IndexOutOfRangeError(f"index_put: too many indices ({len(out)}) for a tensor "
+                                   f"of shape {x.shape}")
+    return out
+
+
+def _flat_positions(x: Tensor, idx: list) -> Tensor:
+    """The row-major positions in `x` of `x[idx]` (shape: the indices broadcast, then x's
+    unindexed dims). Each index passes through a gather, which checks its range when the
+    op runs; negative entries count from the end."""
+    shape = sh.broadcast("index_put", *(t.shape for t in idx)) if len(idx) > 1 \
+        else idx[0].shape
+    lin = None
+    for i, t in enumerate(idx):
+        n = x.shape[i]
+        t = where(t < 0, t + n, t)
+        t = gather(arange(n, device=x.device), 0, t.reshape(-1)).reshape(t.shape)
+        t = expand(t, shape) if t.shape != shape else t
+        lin = t if lin is None else lin * n + t
+    rest = x.shape[len(idx):]
+    r = sh.numel(rest)
+    if not rest:
+        return lin
+    within = arange(r, device=x.device).reshape(rest)
+    return lin.reshape(shape + (1,) * len(rest)) * r + within
+
+
+@method(function=False)
+def index_put(input, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
+    """torch.index_put: a copy of `input` with `input[indices] = values` (`indices` a tuple
+    of integer or bool tensors for the leading dims, broadcast together; `values` broadcast
+    to the indexed shape), or `+=` with `accumulate=True`, where repeated positions add up.
+    Gradients reach `values` and input's kept positions."""
+    x = tensor_arg("index_put", input)
+    idx = _index_list(x, indices)
+    if not idx:
+        raise InvalidArgumentError("index_put: indices must hold at least one tensor")
+    if _scalar_value("index_put", values):
+        v = full((), values, dtype=x.dtype, device=x.device)
+    else:
+        v = tensor_arg("index_put", values)
+        common_device("index_put", (x, v))
+        if v.dtype is not x.dtype:
+            raise DTypeError(f"index_put: values must have the input's dtype {x.dtype.name}, "
+                             f"got {v.dtype.name}")
+    pos = _flat_positions(x, idx)
+    try:
+        v = expand(v, pos.shape) if v.shape != pos.shape else v
+    except ShapeError:
+        raise ShapeError(f"index_put: values of shape {v.shape} do not broadcast to the "
+                         f"indexed shape {pos.shape} of input shape {x.shape}") from None
+    n = x.numel()
+    flat_x, flat_pos, flat_v = x.reshape(n), pos.reshape(-1), v.reshape(-1)
+    if accumulate:
+        work = _work_dtype(x.dtype)
+        out = to(scatter_add(to(flat_x, work), 0, flat_pos, to(flat_v, work)), x.dtype)
+    else:
+        placed, hit = _place(flat_x, 0, flat_pos, flat_v)
+        out = where(hit, placed, flat_x)
+    return out.reshape(x.shape)
+
+
+@method(function=False)
+def index_put_(input, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
+    """In-place `index_put`."""
+    return rebind(input, index_put(input, indices, values, accumulate), "index_put_")
+
+
+install_methods(__name__)
