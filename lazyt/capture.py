@@ -12,7 +12,9 @@ Calls for one signature go through three stages:
 2. the second call records again and compares: the two recordings must have the same ops,
    read their inputs from the same places and leave the same side effects, else
    `CaptureError` (control flow that depends on values or on Python state cannot be replayed);
-3. later calls replay the second recording.
+3. later calls replay the second recording; on a base backend with device graphs (cuda: a
+   CUDA graph; wgpu: a recorded dispatch list) the third replay is captured into one graph
+   and later calls launch it (`_GraphRun`).
 
 What a recording reads, and where a replay finds it:
 
