@@ -1,4 +1,5 @@
-"""Dtypes and numpy-like promotion of two dtypes (the op-level policy is in `promotion`)."""
+"""Dtypes and torch's promotion of two tensor dtypes (the op-level policy, with 0-d tensors and
+Python numbers, is in `promotion`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -23,6 +24,11 @@ class DType:
     @property
     def is_int(self) -> bool:
         return not self.is_float and self.name != "bool"
+
+    @property
+    def category(self) -> int:
+        """0 for bool, 1 for the integers, 2 for the floats: torch's order of promotion."""
+        return 2 if self.is_float else 0 if self.name == "bool" else 1
 
 
 float16 = DType("float16", np.dtype(np.float16), True, 2)
@@ -76,10 +82,14 @@ def as_dtype(value) -> DType:
 
 
 def promote(a: DType, b: DType) -> DType:
-    """Numpy's promotion of two array dtypes."""
+    """torch's promotion of two tensor dtypes (`torch.promote_types`): of two categories the
+    higher one's dtype (int32 with float32 is float32, not numpy's float64), within one the
+    wider dtype."""
     if a is b:
         return a
-    return _BY_NP[np.promote_types(a.np, b.np)]
+    if a.category != b.category:
+        return a if a.category > b.category else b
+    return a if a.itemsize >= b.itemsize else b
 
 
 def scalar_kind(value) -> str:
@@ -94,8 +104,9 @@ def scalar_kind(value) -> str:
 
 
 def promote_scalar(d: DType, kind: str) -> DType:
-    """The result dtype of a tensor of dtype `d` with a Python scalar (weak scalar, as NEP 50),
-    except that a float scalar turns an integer tensor into the default float (float32)."""
+    """The result dtype of a tensor of dtype `d` with a Python scalar of `kind`, as torch: the
+    scalar only counts when its category is higher (a float makes an integer or bool tensor
+    the default float, float32; an int makes a bool tensor the default int, int64)."""
     if kind == "float" and not d.is_float:
         return DEFAULT_FLOAT
     if kind == "int" and d is bool_:

@@ -1,7 +1,9 @@
 """Error types. Every error lazyt raises for bad input is a `LazytError`.
 
-Where Python has a matching built-in exception the lazyt error derives from it too, so
-`except IndexError` and `except ValueError` keep working.
+Each also derives from the built-in exceptions torch raises for the same mistake, so code
+written for torch keeps catching them: torch raises RuntimeError for most bad shapes, dtypes
+and arguments (where Python's own convention is ValueError or TypeError, both are bases),
+IndexError for an index or dim out of range, NotImplementedError for a missing kernel.
 """
 
 
@@ -9,15 +11,15 @@ class LazytError(Exception):
     """Base class of every error lazyt raises on purpose."""
 
 
-class ShapeError(LazytError, ValueError):
+class ShapeError(LazytError, ValueError, RuntimeError):
     """Shapes that do not fit the op (broadcasting, matmul contraction, reshape size, ...)."""
 
 
-class InvalidArgumentError(LazytError, ValueError):
+class InvalidArgumentError(LazytError, ValueError, RuntimeError):
     """An argument value the op does not accept (a zero slice step, an unknown mode, ...)."""
 
 
-class DTypeError(LazytError, TypeError):
+class DTypeError(LazytError, TypeError, RuntimeError):
     """A dtype the op or the device does not support, or a value that does not fit it."""
 
 
@@ -46,15 +48,15 @@ class CaptureError(LazytError, RuntimeError):
     random numbers, has data-dependent shapes, or records different ops for one signature."""
 
 
-class MetadataMismatchError(LazytError):
+class MetadataMismatchError(LazytError, RuntimeError):
     """A custom op's real outputs disagree with what its metadata callback declared."""
 
 
-class KernelLanguageError(LazytError):
+class KernelLanguageError(LazytError, RuntimeError):
     """A kernel source launched on a runtime of another language."""
 
 
-class KernelCompileError(LazytError):
+class KernelCompileError(LazytError, RuntimeError):
     """A kernel failed to compile; the message holds the compiler output."""
 
 

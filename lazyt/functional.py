@@ -105,7 +105,7 @@ def unary(op: UnaryOp, x: DT) -> DT:
 
 
 def binary(op: BinaryOp, a, b) -> DT:
-    """Promote dtypes (numpy rules, weak Python scalars), check broadcasting, dispatch."""
+    """Promote dtypes (torch's rules, `promotion`), check broadcasting, dispatch."""
     if isinstance(a, DT):
         if isinstance(b, DT):
             dev = a.device
@@ -117,7 +117,7 @@ def binary(op: BinaryOp, a, b) -> DT:
             sa, sb = be.shape_of(pa), be.shape_of(pb)
             if sa != sb:
                 sh.broadcast(op.value, sa, sb)
-            d = da if da is db else dt.promote(da, db)
+            d = da if da is db else pr.pair_dtype(da, not sa, db, not sb)
             if not d.is_float or op is _B.AND or op is _B.OR:
                 d = pr.operand_dtype(op, d)
             if da is not d:
@@ -234,6 +234,9 @@ def square(x: DT) -> DT:
 def clamp(x: DT, min=None, max=None) -> DT:  # noqa: A002 - torch's names
     """Limit values to [min, max]. At a bound the gradient flows to x (as in torch), which
     maximum/minimum, splitting ties, would not do; NaN stays NaN."""
+    if min is None and max is None:
+        raise InvalidArgumentError(f"clamp: At least one of 'min' or 'max' must not be None "
+                                   f"(tensor of shape {x.shape}, {x.dtype.name})")
     out = x
     if min is not None:
         out = where(binary(_B.LT, out, min), min, out)
@@ -256,7 +259,7 @@ def where(condition, x, y) -> DT:
         x, tx = as_tensor(x, like), True
     if isinstance(y, (np.ndarray, list, tuple)):
         y, ty = as_tensor(y, like), True
-    d = pr.where_dtype(x, y, tx, ty)
+    d = pr.where_dtype(x, y)
     shapes = [cond.shape] + [t.shape for t in (x, y) if isinstance(t, DT)]
     sh.broadcast("where", *shapes)
     common_device("where", [t for t in (cond, x, y) if isinstance(t, DT)])
@@ -570,14 +573,25 @@ def _narrow(x: DT, d: int, start: int, stop: int) -> DT:
     return Dispatch.slice(x, slices)
 
 
+def _tensor_list(op: str, tensors) -> list:
+    """`tensors` (a sequence of tensors) as a list; `DTypeError` naming `op` and the first
+    thing that is not a tensor otherwise (a lone tensor too, as torch)."""
+    if isinstance(tensors, DT) or not hasattr(tensors, "__iter__"):
+        raise DTypeError(f"{op}: expected a sequence of tensors, got {type(tensors).__name__}")
+    tensors = list(tensors)
+    for i, t in enumerate(tensors):
+        if not isinstance(t, DT):
+            raise DTypeError(f"{op}: expected a sequence of tensors, got "
+                             f"{type(t).__name__} at position {i}")
+    return tensors
+
+
 @function
 def cat(tensors: Sequence[DT], dim: int = 0) -> DT:
     """Join tensors of one rank along `dim` (dtypes promote)."""
-    tensors = list(tensors)
+    tensors = _tensor_list("cat", tensors)
     if not tensors:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
-    if not builtins.all(isinstance(t, DT) for t in tensors):
-        raise DTypeError("cat: expected a sequence of tensors")
     common_device("cat", tensors)
     nd = tensors[0].ndim
     if nd == 0:
@@ -598,7 +612,7 @@ def cat(tensors: Sequence[DT], dim: int = 0) -> DT:
 @function
 def stack(tensors: Sequence[DT], dim: int = 0) -> DT:
     """Join tensors of one shape along a new dim."""
-    tensors = list(tensors)
+    tensors = _tensor_list("stack", tensors)
     if not tensors:
         raise ShapeError("stack: expected a non-empty sequence of tensors")
     first = tensors[0].shape
@@ -721,7 +735,7 @@ def scatter_add(x: DT, dim: int, index, src) -> DT:
 @function
 def scaled_dot_product_attention(query: DT, key: DT, value: DT, attn_mask=None,
                                  dropout_p: float = 0.0, is_causal: bool = False,
-                                 scale: float | None = None) -> DT:
+                                 scale: float | None = None, enable_gqa: bool = False) -> DT:
     """`softmax(query @ key^T * scale + mask) @ value`, as torch's function of this name.
 
     query [..., L, E], key [..., S, E] and value [..., S, Ev] share one float dtype; their
@@ -729,7 +743,9 @@ def scaled_dot_product_attention(query: DT, key: DT, value: DT, attn_mask=None,
     the keys where it is True, a float mask (query's dtype) is added. `is_causal` lets query
     i see keys 0..i. `scale` defaults to 1 / sqrt(E). A query that sees no key gives zeros.
     `dropout_p` drops attention weights (always, as torch: pass 0.0 outside training).
-    float16 is computed in float32 and rounded once.
+    `enable_gqa`: key and value may have fewer heads (dim -3) than query, a divisor of its
+    count; each key/value head serves that many consecutive query heads (grouped-query
+    attention). float16 is computed in float32 and rounded once.
 
     One composite (`attention`): the numpy backend computes a few heads at a time in cache
     instead of the whole batch's scores; gradients reach all inputs and a float mask.
@@ -752,6 +768,14 @@ def scaled_dot_product_attention(query: DT, key: DT, value: DT, attn_mask=None,
         raise ShapeError("scaled_dot_product_attention: expected query [..., L, E], key "
                          f"[..., S, E] and value [..., S, Ev], got {query.shape}, {key.shape} "
                          f"and {value.shape}")
+    if enable_gqa and query.ndim >= 3 and key.ndim >= 3 and value.ndim >= 3 and \
+            key.shape[-3] != query.shape[-3]:
+        hq, hk = query.shape[-3], key.shape[-3]
+        if value.shape[-3] != hk or hk == 0 or hq % hk:
+            raise ShapeError(f"scaled_dot_product_attention: with enable_gqa the query heads "
+                             f"({hq}) must be a multiple of the key/value heads, got key "
+                             f"{key.shape} and value {value.shape}")
+        key, value = (_repeat_heads(t, hq // hk) for t in (key, value))
     batch = sh.broadcast("scaled_dot_product_attention", query.shape[:-2], key.shape[:-2])
     batch = sh.broadcast("scaled_dot_product_attention", batch, value.shape[:-2])
     n_q, n_k, e = query.shape[-2], key.shape[-2], query.shape[-1]
@@ -812,6 +836,13 @@ def scaled_dot_product_attention(query: DT, key: DT, value: DT, attn_mask=None,
     w = where(keep, binary(_B.MUL, w, 1.0 / (1.0 - dropout_p)), 0.0) if dropout_p < 1.0 \
         else binary(_B.MUL, w, 0.0)
     return matmul(w, v)
+
+
+def _repeat_heads(t: DT, groups: int) -> DT:
+    """[..., h, S, E] -> [..., h * groups, S, E], each head repeated `groups` times in a row."""
+    lead, (h, n, e) = t.shape[:-3], t.shape[-3:]
+    t = expand(unsqueeze(t, t.ndim - 2), *lead, h, groups, n, e)
+    return reshape(t, *lead, h * groups, n, e)
 
 
 def _matmul_method(x: DT, other) -> DT:

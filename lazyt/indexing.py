@@ -76,7 +76,7 @@ def getitem(x: DispatchTensor, key) -> DispatchTensor:
         elif isinstance(k, (int, np.integer)) and not isinstance(k, (bool, np.bool_)):
             i = int(k)
             if not -n <= i < n:
-                raise IndexOutOfRangeError(f"getitem: index {i} is out of range for dim {dim} "
+                raise IndexOutOfRangeError(f"getitem: index {i} is out of bounds for dim {dim} "
                                            f"of size {n} (shape {shape})")
             i %= n
             slices.append((i, i + 1, 1))

@@ -18,6 +18,7 @@ import numbers
 import numpy as np
 
 from . import dtype as dt
+from . import promotion as pr
 from . import shape as sh
 from .creation import full
 from .dispatch import DispatchTensor, common_device
@@ -71,7 +72,7 @@ def promoted(op: str, a, b) -> dt.DType:
             raise DTypeError(f"{op}: expected a tensor or a Python number, got "
                              f"{type(v).__name__}")
     if isinstance(a, DispatchTensor) and isinstance(b, DispatchTensor):
-        return dt.promote(a.dtype, b.dtype)
+        return pr.result_type(a, b)   # (0-d tensors count by category, as torch)
     t, s = (a, b) if isinstance(a, DispatchTensor) else (b, a)
     if not isinstance(t, DispatchTensor):
         raise DTypeError(f"{op}: expected at least one lazyt.Tensor, got "

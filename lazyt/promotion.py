@@ -1,6 +1,8 @@
-"""The promotion policy of the Tensor API: numpy's rules between tensors, weak Python scalars
-(NEP 50, except that a float scalar makes an integer tensor float32), and the dtype each binary
-op computes in."""
+"""The promotion policy of the Tensor API, torch's: categories bool < integer < floating;
+between dimensioned tensors the higher category's dtype, within one category the wider;
+0-d tensors and Python numbers count by category only (they change the result only when
+their category is higher than every dimensioned tensor's). Also the dtype each binary op
+computes in."""
 from __future__ import annotations
 
 import numpy as np
@@ -43,13 +45,51 @@ def int_scalar(op: BinaryOp, s, d: dt.DType, tensor_first: bool) -> int:
     return s
 
 
-def where_dtype(x, y, x_tensor: bool, y_tensor: bool) -> dt.DType:
-    """The result dtype of `where(cond, x, y)`: tensors promote, scalars are weak."""
-    if x_tensor and y_tensor:
-        return dt.promote(x.dtype, y.dtype)
-    if x_tensor:
-        return dt.promote_scalar(x.dtype, dt.scalar_kind(y))
-    if y_tensor:
-        return dt.promote_scalar(y.dtype, dt.scalar_kind(x))
-    kinds = {dt.scalar_kind(x), dt.scalar_kind(y)}
-    return dt.DEFAULT_FLOAT if "float" in kinds else dt.DEFAULT_INT if "int" in kinds else dt.bool_
+def combine(higher: dt.DType | None, lower: dt.DType | None) -> dt.DType | None:
+    """torch's `combine_categories`: the dtype of the `higher`-priority operands unless the
+    `lower`-priority ones are of a higher category, then theirs (None: no such operand)."""
+    if higher is None:
+        return lower
+    if lower is None or higher.category >= lower.category:
+        return higher
+    return lower
+
+
+def pair_dtype(a: dt.DType, a_zero_dim: bool, b: dt.DType, b_zero_dim: bool) -> dt.DType:
+    """The result dtype of two tensors of dtypes `a`, `b`, each 0-d or not (`binary`'s hot
+    path of `result_type`)."""
+    if a is b:
+        return a
+    if a_zero_dim == b_zero_dim:
+        return dt.promote(a, b)
+    return combine(b, a) if a_zero_dim else combine(a, b)
+
+
+#: The dtype a Python number takes in promotion (torch: a float is the default float).
+_SCALAR_DTYPE = {"bool": dt.bool_, "int": dt.DEFAULT_INT, "float": dt.DEFAULT_FLOAT}
+
+
+def result_type(*operands) -> dt.DType:
+    """torch.result_type of tensors (anything with a lazyt `dtype` and `ndim`) and Python
+    numbers: dimensioned tensors first, then 0-d tensors, then numbers, each group counting
+    only where its category is higher than the groups before it."""
+    dims = zeros = numbers = None
+    for o in operands:
+        d = getattr(o, "dtype", None)
+        if isinstance(d, dt.DType):
+            if o.ndim:
+                dims = d if dims is None else dt.promote(dims, d)
+            else:
+                zeros = d if zeros is None else dt.promote(zeros, d)
+        else:
+            d = _SCALAR_DTYPE[dt.scalar_kind(o)]
+            numbers = d if numbers is None else dt.promote(numbers, d)
+    out = combine(dims, combine(zeros, numbers))
+    if out is None:
+        raise DTypeError("result_type: expected at least one tensor or number")
+    return out
+
+
+def where_dtype(x, y) -> dt.DType:
+    """The result dtype of `where(cond, x, y)`: `result_type(x, y)` (`cond` takes no part)."""
+    return result_type(x, y)

@@ -46,7 +46,9 @@ def normalize_dim(op: str, dim: int, ndim: int, *, extra: int = 0) -> int:
             return 0
     elif -n <= dim < n:
         return dim % n
-    raise IndexOutOfRangeError(f"{op}: dim {dim} is out of range for a tensor of rank {ndim}")
+    hi = max(n, 1)
+    raise IndexOutOfRangeError(f"{op}: dim {dim} is out of range for a tensor of rank {ndim} "
+                               f"(expected a dim in [{-hi}, {hi - 1}])")
 
 
 def normalize_dims(op: str, dims, ndim: int) -> tuple:

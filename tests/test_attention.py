@@ -318,3 +318,28 @@ def test_bert_attention_keeps_mask_promotion(rng):
     ones = lazyt.ones((2, 1, 1, 5), dtype=lazyt.bool_)  # a bool mask is added (+1 everywhere)
     np.testing.assert_allclose(bert_sdpa(q32, k32, v32, ones).numpy(),
                                bert_sdpa(q32, k32, v32).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_grouped_query_attention(device, rng):
+    q = rng.standard_normal((2, 4, 3, 5)).astype(np.float32)
+    k = rng.standard_normal((2, 2, 6, 5)).astype(np.float32)
+    v = rng.standard_normal((2, 2, 6, 7)).astype(np.float32)
+    t = [lazyt.tensor(a, device=device) for a in (q, k, v)]
+    out = lazyt.scaled_dot_product_attention(*t, enable_gqa=True).numpy()
+    kk, vv = np.repeat(k, 2, axis=1), np.repeat(v, 2, axis=1)
+    s = q @ kk.transpose(0, 1, 3, 2) / np.sqrt(5)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(out, (p / p.sum(-1, keepdims=True)) @ vv, rtol=1e-5, atol=1e-5)
+    with pytest.raises(lazyt.ShapeError, match="enable_gqa"):
+        lazyt.scaled_dot_product_attention(t[0], lazyt.ones(2, 3, 6, 5, device=device),
+                                           lazyt.ones(2, 3, 6, 7, device=device),
+                                           enable_gqa=True)
+    with pytest.raises(lazyt.ShapeError):          # without enable_gqa the heads must match
+        lazyt.scaled_dot_product_attention(*t)
+
+
+def test_grouped_query_attention_gradients(rng):
+    q, k, v = (lazyt.tensor(rng.standard_normal(s), dtype=lazyt.float64).require_grad()
+               for s in ((1, 4, 2, 3), (1, 2, 3, 3), (1, 2, 3, 2)))
+    gradcheck(lambda a, b, c: lazyt.scaled_dot_product_attention(a, b, c, enable_gqa=True),
+              [q, k, v])

@@ -98,22 +98,31 @@ def _where_half(B, win, l, r, g):
 
 
 def _pow_lhs_grad(B, g, l, r):
+    """d(l ** r)/dl = r * l ** (r - 1), and 0 where r == 0 (torch's pow_backward_self; at
+    l = 0 and r < 0 that is +-inf)."""
     if is_scalar(r):
         if r == 0:
             return B.zeros(B.shape_of(g), B.dtype_of(g))
         return _mul(B, g, _mul(B, B.binary(Bi.POW, l, r - 1), r))
-    d = _mul(B, r, B.binary(Bi.POW, l, B.binary(Bi.SUB, r, 1)))
-    return _mul(B, g, B.where(B.binary(Bi.EQ, r, 0), 0, d))
+    flat = B.binary(Bi.EQ, r, 0)
+    # l ** 0 where r == 0, whose 0 it is anyway: no 0 * inf computed at l == 0 there
+    d = _mul(B, g, _mul(B, r, B.binary(Bi.POW, l, B.binary(Bi.SUB, B.where(flat, 1, r), 1))))
+    return B.where(flat, 0, d)
 
 
 def _pow_rhs_grad(B, g, l, r):
+    """d(l ** r)/dr = l ** r * log(l), and 0 where l == 0 and r >= 0 (torch's
+    pow_backward_exponent): at l = 0 and r < 0 it is inf * log(0) = -inf, not 0."""
     if is_scalar(l):
-        if l == 0:
-            return B.zeros(B.shape_of(g), B.dtype_of(g))
+        if l == 0:  # -inf where r < 0, 0 where r >= 0, NaN where r is
+            d = B.where(B.binary(Bi.LT, r, 0), float("-inf"), B.where(B.binary(Bi.GE, r, 0), 0, r))
+            return _mul(B, g, d)
         log_l = float(np.log(l)) if l > 0 else float("nan")
         return _mul(B, g, _mul(B, B.binary(Bi.POW, l, r), log_l))
-    d = _mul(B, B.binary(Bi.POW, l, r), B.unary(U.LOG, l))
-    return _mul(B, g, B.where(B.binary(Bi.EQ, l, 0), 0, d))
+    flat = B.binary(Bi.AND, B.binary(Bi.EQ, l, 0), B.binary(Bi.GE, r, 0))
+    # log of 1 where the result is 0 anyway: no 0 * -inf computed there
+    d = _mul(B, B.binary(Bi.POW, l, r), B.unary(U.LOG, B.where(flat, 1, l)))
+    return _mul(B, g, B.where(flat, 0, d))
 
 
 # op -> (operands the lhs grad reads (lhs, rhs), those the rhs grad reads, lhs grad, rhs grad);

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 
 import lazyt
 
-from test_fusion_fuzz import BINARY, OPS, _apply, check_program, programs
+from test_fusion_fuzz import OPS, _apply, check_program, programs
 
 
 def _wgpu_built():
@@ -57,27 +57,17 @@ def _close(got: dict, want: dict, what: str):
                                    err_msg=f"{what} value {k}")
 
 
-def _apply_wgpu(name, x, y, c, rng):
-    """A step as on cpu, except that an integer tensor meeting a float tensor in a binary op is
-    cast to float32 first: numpy promotion makes that pair float64, which wgpu cannot hold
-    (test_mixed_int_float_tensors_raise_dtype_error_on_wgpu checks the error)."""
-    if name in BINARY and x.dtype.is_float != y.dtype.is_float:
-        if x.dtype is not lazyt.bool_ and not x.dtype.is_float:
-            x = x.float()
-        if y.dtype is not lazyt.bool_ and not y.dtype.is_float:
-            y = y.float()
-    return _apply(name, x, y, c, rng)
-
-
-def test_mixed_int_float_tensors_raise_dtype_error_on_wgpu():
-    """What _apply_wgpu avoids: float32 with int64 tensors promotes to float64, and every wgpu
-    stack raises DTypeError naming float64 and the device when the op is recorded."""
+def test_mixed_int_float_tensors_stay_float32_on_wgpu():
+    """float32 with an int64 tensor (0-d or not) is float32 (torch's promotion), on every
+    wgpu stack; numpy's rule made it float64, which raised DTypeError on wgpu."""
     for dev in (FUSED, REFERENCE, FUSED_AD, REFERENCE_AD):
         x = lazyt.tensor(np.array([0.5, 2.0], np.float32), device=dev)
-        with pytest.raises(lazyt.DTypeError, match="float64 is not supported on wgpu"):
-            x + x.argmax()
-        y = x + x.argmax().float()
+        y = x + x.argmax()
+        assert y.dtype is lazyt.float32
         np.testing.assert_array_equal(y.numpy(), np.array([1.5, 3.0], np.float32))
+        i = lazyt.tensor(np.array([1, 2], np.int64), device=dev)
+        np.testing.assert_array_equal((i * x).numpy(), np.array([0.5, 4.0], np.float32))
+        assert (x - i).dtype is lazyt.float32
 
 
 WGPU = settings(max_examples=200, deadline=None, derandomize=True,
@@ -88,14 +78,14 @@ WGPU = settings(max_examples=200, deadline=None, derandomize=True,
 @given(programs(ops=WGPU_OPS, dtypes=(np.float32,)))
 def test_random_dags_fused_equal_unfused_wgpu(program):
     check_program(program, grad=False, fused=FUSED, ref=REFERENCE, same=_close,
-                  apply=_apply_wgpu)
+                  apply=_apply)
 
 
 @settings(WGPU, max_examples=150)
 @given(programs(ops=WGPU_OPS, dtypes=(np.float32,)))
 def test_random_dags_with_autodiff_fused_equal_unfused_wgpu(program):
     check_program(program, grad=True, fused=FUSED_AD, ref=REFERENCE_AD, same=_close,
-                  loss_dtype=lazyt.float32, apply=_apply_wgpu)
+                  loss_dtype=lazyt.float32, apply=_apply)
 
 
 @settings(WGPU, max_examples=60)
@@ -103,4 +93,4 @@ def test_random_dags_with_autodiff_fused_equal_unfused_wgpu(program):
 def test_random_dags_with_autodiff_saving_everything_wgpu(program):
     check_program(program, grad=True, fused=lazyt.device("wgpu", checkpointing="none"),
                   ref=lazyt.device("wgpu", fusion=False, checkpointing="none"), same=_close,
-                  loss_dtype=lazyt.float32, apply=_apply_wgpu)
+                  loss_dtype=lazyt.float32, apply=_apply)

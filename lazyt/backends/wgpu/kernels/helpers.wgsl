@@ -52,7 +52,7 @@ fn lz_tanh(x: f32) -> f32 {
     return select(sign(x) * (1.0 - e) / (1.0 + e), x, lz_isnan(x));
 }
 
-// a^b with numpy's semantics.
+// a^b with numpy's semantics (C's pow).
 fn lz_pow(a: f32, b: f32) -> f32 {
     // numpy semantics: integral exponents of negative bases, 0^b, NaN propagation
     if (b == 0.0 || a == 1.0) { return 1.0; }
@@ -60,7 +60,13 @@ fn lz_pow(a: f32, b: f32) -> f32 {
     if (a == 0.0) { return select(0.0, bitcast<f32>(0x7f800000u), b < 0.0); }
     let m = pow(abs(a), b);
     if (a > 0.0) { return m; }
-    if (!(floor(b) == b)) { return bitcast<f32>(0x7fc00000u); }
+    if (!(floor(b) == b)) {
+        // C's pow(-inf, b) for b not an integer: +inf for b > 0, +0 for b < 0 (not NaN)
+        if (bitcast<u32>(a) == 0xff800000u) {
+            return select(0.0, bitcast<f32>(0x7f800000u), b > 0.0);
+        }
+        return bitcast<f32>(0x7fc00000u);
+    }
     return select(m, -m, !(floor(b * 0.5) == b * 0.5));
 }
 
