@@ -660,12 +660,41 @@ class Compiled:
             return out
 
 
-def compile(fn: Callable | None = None, *, cache_size: int = DEFAULT_CACHE_SIZE):  # noqa: A001
+#: torch.compile's modes: lazyt accepts them (a recording always replays whole, with device
+#: graphs where the device has them), so code written for torch runs unchanged.
+_TORCH_MODES = (None, "default", "reduce-overhead", "max-autotune", "max-autotune-no-cudagraphs")
+
+
+def compile(fn: Callable | None = None, *, cache_size: int = DEFAULT_CACHE_SIZE,  # noqa: A001
+            mode: str | None = None, fullgraph: bool = True, dynamic: bool | None = None,
+            disable: bool = False, **torch_options):
     """`lazyt.compile(fn)` or `@lazyt.compile`: a callable that replays `fn`'s recorded ops
-    for input signatures it has seen (see the module documentation)."""
-    if fn is None:
-        return lambda f: Compiled(f, cache_size)
-    return Compiled(fn, cache_size)
+    for input signatures it has seen (see the module documentation).
+
+    torch.compile's keywords are accepted so torch code runs unchanged: `mode` (any of
+    torch's; every recording replays whole), `fullgraph` (always true here: what cannot be
+    recorded raises `CaptureError` instead of breaking the graph; False is accepted),
+    `dynamic` (shapes are always part of the signature: a new shape records again; True is
+    refused), `disable=True` (plain calls), and `backend` / `options` (ignored)."""
+    if mode not in _TORCH_MODES:
+        raise CaptureError(f"lazyt.compile: unknown mode {mode!r}; torch's modes are "
+                           f"{', '.join(repr(m) for m in _TORCH_MODES[1:])}")
+    if dynamic:
+        raise CaptureError("lazyt.compile: dynamic=True is not supported: a recording is for "
+                           "one set of shapes (each new shape records again); pass "
+                           "dynamic=None or False")
+    unknown = set(torch_options) - {"backend", "options"}
+    if unknown:
+        raise CaptureError(f"lazyt.compile: unexpected keyword(s) {', '.join(sorted(unknown))}")
+
+    def make(f):
+        if disable:
+            if not callable(f):
+                raise CaptureError(f"lazyt.compile: expected a callable, got "
+                                   f"{type(f).__name__}")
+            return f
+        return Compiled(f, cache_size)
+    return make if fn is None else make(fn)
 
 
 def capturing() -> bool:

@@ -416,3 +416,23 @@ def test_a_bert_forward_and_its_kernelized_form_replay_bit_for_bit(fused):
                 mask = lazyt.tensor((rng.random((2, 6)) > 0.2).astype(np.int64), device=device)
                 np.testing.assert_array_equal(c(ids, mask).numpy(), embed(ids, mask).numpy())
         assert c.cache_info().hits == 3
+
+
+def test_torch_compile_keywords_are_accepted():
+    x = lazyt.ones(3)
+    for kw in ({"mode": "reduce-overhead"}, {"mode": "max-autotune", "fullgraph": True},
+               {"dynamic": False, "backend": "inductor"}, {"fullgraph": False}):
+        c = lazyt.compile(lambda t: t * 2, **kw)
+        for _ in range(3):
+            np.testing.assert_array_equal(c(x).numpy(), [2.0, 2.0, 2.0])
+    plain = lambda t: t + 1   # noqa: E731
+    assert lazyt.compile(plain, disable=True) is plain
+    with pytest.raises(lazyt.CaptureError, match="mode"):
+        lazyt.compile(plain, mode="fast")
+    with pytest.raises(lazyt.CaptureError, match="dynamic"):
+        lazyt.compile(plain, dynamic=True)
+    with pytest.raises(lazyt.CaptureError, match="unexpected"):
+        lazyt.compile(plain, nonsense=1)
+    deco = lazyt.compile(mode="reduce-overhead")(plain)
+    for _ in range(3):
+        np.testing.assert_array_equal(deco(x).numpy(), [2.0, 2.0, 2.0])
