@@ -579,6 +579,13 @@ class Compiled:
     def __repr__(self) -> str:
         return f"lazyt.compile({self.__name__})"
 
+    def __getattr__(self, name: str):
+        """Anything else is the compiled object's (a compiled module still has
+        `.parameters()`, `.eval()`, `.state_dict()`, as torch's compiled modules do)."""
+        if name.startswith("__") or name == "fn":
+            raise AttributeError(name)
+        return getattr(self.fn, name)
+
     def __get__(self, obj, objtype=None):
         """Used as a method decorator: bind like a function."""
         return self if obj is None else functools.partial(self, obj)

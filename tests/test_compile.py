@@ -436,3 +436,13 @@ def test_torch_compile_keywords_are_accepted():
     deco = lazyt.compile(mode="reduce-overhead")(plain)
     for _ in range(3):
         np.testing.assert_array_equal(deco(x).numpy(), [2.0, 2.0, 2.0])
+
+
+def test_a_compiled_module_keeps_its_attributes():
+    lin = nn.Linear(3, 2)
+    c = lazyt.compile(lin)
+    assert list(c.parameters()) == list(lin.parameters()) and c.out_features == 2
+    c.eval()
+    assert not lin.training
+    with pytest.raises(AttributeError):
+        c.no_such_attribute
