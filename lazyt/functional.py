@@ -104,6 +104,11 @@ def unary(op: UnaryOp, x: DT) -> DT:
     return Dispatch.unary(op, x)
 
 
+#: ops whose operands are never floats (logical and bitwise): checked even on the fast path
+#: (string keys: hashing an Enum is slow)
+_NOT_FLOAT = frozenset(op._value_ for op in pr.LOGICAL | pr.BITWISE)
+
+
 def binary(op: BinaryOp, a, b) -> DT:
     """Promote dtypes (torch's rules, `promotion`), check broadcasting, dispatch."""
     if isinstance(a, DT):
@@ -118,7 +123,7 @@ def binary(op: BinaryOp, a, b) -> DT:
             if sa != sb:
                 sh.broadcast(op.value, sa, sb)
             d = da if da is db else pr.pair_dtype(da, not sa, db, not sb)
-            if not d.is_float or op is _B.AND or op is _B.OR:
+            if not d.is_float or op._value_ in _NOT_FLOAT:
                 d = pr.operand_dtype(op, d)
             if da is not d:
                 a = Dispatch.cast(a, d)
@@ -132,7 +137,7 @@ def binary(op: BinaryOp, a, b) -> DT:
         raise DTypeError(f"{op.value}: expected a tensor operand")
     ts = type(s)
     dtt = t.device.backend.dtype_of(t.primitive)
-    if (ts is float or ts is int) and dtt.is_float and op is not _B.AND and op is not _B.OR:
+    if (ts is float or ts is int) and dtt.is_float and op._value_ not in _NOT_FLOAT:
         pass  # the common case: a float tensor with a Python number keeps its dtype
     else:
         if isinstance(s, (np.ndarray, list, tuple)):
@@ -150,8 +155,21 @@ def binary(op: BinaryOp, a, b) -> DT:
     return Dispatch.binary(op, t, s) if t_first else Dispatch.binary(op, s, t)
 
 
+def bitwise(op: BinaryOp, a, b) -> DT:
+    """`&` `|` `^` `<<` `>>`: bitwise ops of integer tensors (and `& | ^` of bools, where
+    they are the logical ops); floats raise `DTypeError`."""
+    if not isinstance(a, DT) and not isinstance(b, DT):
+        raise DTypeError(f"{op.value}: expected a tensor operand")
+    for x in (a, b):
+        if isinstance(x, float) or (isinstance(x, DT) and x.dtype.is_float):
+            raise DTypeError(f"{op.value}: needs integer or bool tensors, got "
+                             f"{x.dtype.name if isinstance(x, DT) else 'a float number'}")
+    return binary(op, a, b)
+
+
 def logical(op: BinaryOp, a: DT, b) -> DT:
-    """`&` / `|`: logical and/or of bool tensors (lazyt has no bitwise integer ops)."""
+    """Logical and/or of bool tensors (`logical_and`, `logical_or` take any dtype, as
+    truth values)."""
     for x in (a, b):
         d = x.dtype if isinstance(x, DT) else None
         if (d is not None and d is not dt.bool_) or (d is None and not isinstance(x, bool)):
@@ -189,6 +207,40 @@ lt = _binary_fn("lt", _B.LT, "`a < b` as bool.")
 le = _binary_fn("le", _B.LE, "`a <= b` as bool.")
 gt = _binary_fn("gt", _B.GT, "`a > b` as bool.")
 ge = _binary_fn("ge", _B.GE, "`a >= b` as bool.")
+
+
+def _bitwise_fn(name: str, op: BinaryOp, doc: str):
+    def fn(a, b):
+        return bitwise(op, a, b)
+
+    def meth(self, o):
+        return bitwise(op, self, o)
+    for f in (fn, meth):
+        f.__name__ = f.__qualname__ = name
+        f.__doc__ = doc
+    METHODS[name] = meth
+    __all__.append(name)
+    return fn
+
+
+bitwise_and = _bitwise_fn("bitwise_and", _B.BITAND, "`a & b` of integer or bool tensors.")
+bitwise_or = _bitwise_fn("bitwise_or", _B.BITOR, "`a | b` of integer or bool tensors.")
+bitwise_xor = _bitwise_fn("bitwise_xor", _B.BITXOR, "`a ^ b` of integer or bool tensors.")
+bitwise_left_shift = _bitwise_fn("bitwise_left_shift", _B.SHL,
+                                 "`a << b` of integer tensors (amounts outside [0, bits) "
+                                 "give 0, as numpy).")
+bitwise_right_shift = _bitwise_fn("bitwise_right_shift", _B.SHR,
+                                  "`a >> b` (arithmetic) of integer tensors.")
+
+
+@method()
+def bitwise_not(x: DT) -> DT:
+    """`~x`: logical not of a bool tensor, `-x - 1` (every bit flipped) of an integer one."""
+    if x.dtype is dt.bool_:
+        return Dispatch.unary(UnaryOp.NOT, x)
+    if x.dtype.is_float:
+        raise DTypeError(f"bitwise_not: needs integer or bool tensors, got {x.dtype.name}")
+    return binary(_B.BITXOR, x, -1)
 
 
 def _unary_fn(name: str, op: UnaryOp, doc: str, ints_unchanged: bool = False):

@@ -14,6 +14,9 @@ from .ops.codes import BinaryOp
 
 #: Logical ops work on bools; ops that reject bool operands (as numpy and torch do).
 LOGICAL = frozenset({BinaryOp.AND, BinaryOp.OR})
+BITWISE = frozenset({BinaryOp.BITAND, BinaryOp.BITOR, BinaryOp.BITXOR, BinaryOp.SHL,
+                     BinaryOp.SHR})
+SHIFTS = frozenset({BinaryOp.SHL, BinaryOp.SHR})
 BOOL_FORBIDDEN = frozenset({BinaryOp.SUB, BinaryOp.POW, BinaryOp.FLOOR_DIV, BinaryOp.MOD})
 
 
@@ -23,6 +26,9 @@ def operand_dtype(op: BinaryOp, d: dt.DType) -> dt.DType:
     operands of arithmetic numpy refuses (`-`, `**`, `//`, `%`)."""
     if op in LOGICAL:
         return dt.bool_
+    if op in BITWISE and (d.is_float or (d is dt.bool_ and op in SHIFTS)):
+        raise DTypeError(f"{op.value}: needs integer{'' if op in SHIFTS else ' or bool'} "
+                         f"tensors, got {d.name}")
     if d.is_float:
         return d
     if op is BinaryOp.DIV:

@@ -410,19 +410,39 @@ class Tensor(DispatchTensor):
         return F.binary(_B.GE, self, o)
 
     def __and__(self, o):
-        return F.logical(_B.AND, self, o)
+        return F.bitwise(_B.BITAND, self, o)
 
-    __rand__ = __and__
+    def __rand__(self, o):
+        return F.bitwise(_B.BITAND, o, self)
 
     def __or__(self, o):
-        return F.logical(_B.OR, self, o)
+        return F.bitwise(_B.BITOR, self, o)
 
-    __ror__ = __or__
+    def __ror__(self, o):
+        return F.bitwise(_B.BITOR, o, self)
+
+    def __xor__(self, o):
+        return F.bitwise(_B.BITXOR, self, o)
+
+    def __rxor__(self, o):
+        return F.bitwise(_B.BITXOR, o, self)
+
+    def __lshift__(self, o):
+        return F.bitwise(_B.SHL, self, o)
+
+    def __rlshift__(self, o):
+        return F.bitwise(_B.SHL, o, self)
+
+    def __rshift__(self, o):
+        return F.bitwise(_B.SHR, self, o)
+
+    def __rrshift__(self, o):
+        return F.bitwise(_B.SHR, o, self)
 
     def __invert__(self):
-        if self.dtype is not dt.bool_:
-            raise DTypeError(f"invert: only bool tensors support ~, got {self.dtype.name}")
-        return Dispatch.unary(UnaryOp.NOT, self)
+        if self.dtype.is_float:
+            raise DTypeError(f"invert: ~ needs a bool or integer tensor, got {self.dtype.name}")
+        return F.bitwise_not(self)
 
     def __neg__(self):
         return F.unary(UnaryOp.NEG, self)

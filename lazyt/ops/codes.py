@@ -43,6 +43,11 @@ class BinaryOp(Enum):
     GE = "ge"
     AND = "logical_and"
     OR = "logical_or"
+    BITAND = "bitwise_and"
+    BITOR = "bitwise_or"
+    BITXOR = "bitwise_xor"
+    SHL = "bitwise_left_shift"
+    SHR = "bitwise_right_shift"
 
 
 class ReduceOp(Enum):

@@ -145,6 +145,10 @@ BINARY_GRAD = {
                    lambda B, g, l, r: _zeros_like(B, g)),
     Bi.MOD: ((0, 0), (1, 1), lambda B, g, l, r: g,
              lambda B, g, l, r: B.unary(U.NEG, _mul(B, g, B.binary(Bi.FLOOR_DIV, l, r)))),
+    # bitwise ops take integers and bools only: nothing to differentiate
+    **{op: ((0, 0), (0, 0), lambda B, g, l, r: _zeros_like(B, g),
+            lambda B, g, l, r: _zeros_like(B, g))
+       for op in (Bi.BITAND, Bi.BITOR, Bi.BITXOR, Bi.SHL, Bi.SHR)},
 }
 
 

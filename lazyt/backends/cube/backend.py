@@ -60,6 +60,9 @@ _BINARY_OVERFLOW = {
                   f"(v1 == -1 && v0 == {_I32_MIN})",
     BinaryOp.FLOOR_DIV: f"v0 == {_I32_MIN} && v1 == -1",
     BinaryOp.POW: "v1 > 0 && abs({f0}) > 1.0 && {f1} * log2(abs({f0})) >= 30.999",
+    # (amounts outside [0, 64) give 0 in int64 too: only [32, 64) always leaves 32 bits)
+    BinaryOp.SHL: "v0 != 0 && v1 >= 0 && v1 < 64 && (v1 > 31 || lz_shr(lz_shl(v0, v1), v1) "
+                  "!= v0)",
 }
 _UNARY_OVERFLOW = {UnaryOp.NEG: f"v0 == {_I32_MIN}", UnaryOp.ABS: f"v0 == {_I32_MIN}"}
 #: Sums of magnitudes (float32) from which an int64 accumulation may leave 32 bits: 2^31 less

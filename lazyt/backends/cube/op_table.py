@@ -86,6 +86,13 @@ BINARY: dict[BinaryOp, dict[str, Expr]] = {
     BinaryOp.GE: _all_kinds(AsBool("{a} >= {b}")),
     BinaryOp.AND: {"bool": AsBool("({a} != 0u) && ({b} != 0u)")},
     BinaryOp.OR: {"bool": AsBool("({a} != 0u) || ({b} != 0u)")},
+    # bitwise ops on integers and bools (bools are 0u / 1u words); shifts as numpy's: an
+    # amount outside [0, bits) shifts everything out (lz_shl / lz_shr in the helpers)
+    BinaryOp.BITAND: {"int": "({a} & {b})", "bool": "({a} & {b})"},
+    BinaryOp.BITOR: {"int": "({a} | {b})", "bool": "({a} | {b})"},
+    BinaryOp.BITXOR: {"int": "({a} ^ {b})", "bool": "({a} ^ {b})"},
+    BinaryOp.SHL: {"int": "lz_shl({a}, {b})"},
+    BinaryOp.SHR: {"int": "lz_shr({a}, {b})"},
 }
 
 #: where(cond, a, b) with `cond` a bool value.

@@ -146,6 +146,9 @@ BINARY = {
     BinaryOp.EQ: np.equal, BinaryOp.NE: np.not_equal, BinaryOp.LT: np.less,
     BinaryOp.LE: np.less_equal, BinaryOp.GT: np.greater, BinaryOp.GE: np.greater_equal,
     BinaryOp.AND: np.logical_and, BinaryOp.OR: np.logical_or,
+    BinaryOp.BITAND: np.bitwise_and, BinaryOp.BITOR: np.bitwise_or,
+    BinaryOp.BITXOR: np.bitwise_xor, BinaryOp.SHL: np.left_shift,
+    BinaryOp.SHR: np.right_shift,
 }
 
 REDUCE = {

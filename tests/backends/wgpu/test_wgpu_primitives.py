@@ -73,6 +73,8 @@ def binary_inputs(rng, op, dtype, sa, sb):
         b = np.clip(b, -2, 2)
     elif op is BinaryOp.POW:
         b = np.abs(b) % 5
+    elif op in (BinaryOp.SHL, BinaryOp.SHR):
+        b = np.abs(b) % 8
     elif op in (BinaryOp.DIV, BinaryOp.FLOOR_DIV, BinaryOp.MOD) and dtype.kind != "b":
         b = np.where(b == 0, np.asarray(3, dtype), b)
     return a, b

@@ -136,6 +136,20 @@ __device__ __forceinline__ long long lz_ifloordiv(long long a, long long b) {
     return (r != 0 && ((r < 0) != (b < 0))) ? q - 1 : q;
 }
 
+// Shifts as numpy's: an amount outside [0, bits) shifts every bit out (0, or the sign for >>).
+__device__ __forceinline__ int lz_shl(int a, int b) {
+    return (b >= 0 && b < 32) ? (int)((unsigned int)a << b) : 0;
+}
+__device__ __forceinline__ long long lz_shl(long long a, long long b) {
+    return (b >= 0 && b < 64) ? (long long)((unsigned long long)a << b) : 0;
+}
+__device__ __forceinline__ int lz_shr(int a, int b) {
+    return a >> ((b >= 0 && b < 32) ? b : 31);
+}
+__device__ __forceinline__ long long lz_shr(long long a, long long b) {
+    return a >> ((b >= 0 && b < 64) ? b : 63);
+}
+
 // Integer modulo with the divisor's sign (numpy's %); x % 0 is 0.
 __device__ __forceinline__ int lz_imod(int a, int b) {
     if (b == 0 || b == -1) { return 0; }

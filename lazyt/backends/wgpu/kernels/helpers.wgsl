@@ -152,3 +152,12 @@ fn lz_round_f16(x: f32) -> f32 {
     }
     return select(sign(x) * bitcast<f32>(0x7f800000u), x, lz_isnan(x));
 }
+
+// Shifts as numpy's: an amount outside [0, 32) shifts every bit out (0, or the sign for >>).
+fn lz_shl(a: i32, b: i32) -> i32 {
+    return select(0, a << u32(b), b >= 0 && b < 32);
+}
+
+fn lz_shr(a: i32, b: i32) -> i32 {
+    return a >> u32(select(31, b, b >= 0 && b < 32));
+}
