@@ -179,13 +179,16 @@ def logical(op: BinaryOp, a: DT, b) -> DT:
     return binary(op, a, b)
 
 
-def _binary_fn(name: str, op: BinaryOp, doc: str):
-    """The function form `lazyt.<name>(a, b)` and the method `x.<name>(o)`."""
+def _binary_fn(name: str, op: BinaryOp, doc: str, frontend=None):
+    """The function form `lazyt.<name>(a, b)` and the method `x.<name>(o)` (through
+    `frontend`, `binary` by default)."""
+    run = binary if frontend is None else frontend
+
     def fn(a, b):
-        return binary(op, a, b)
+        return run(op, a, b)
 
     def meth(self, o):
-        return binary(op, self, o)
+        return run(op, self, o)
     for f in (fn, meth):
         f.__name__ = f.__qualname__ = name
         f.__doc__ = doc
@@ -210,17 +213,7 @@ ge = _binary_fn("ge", _B.GE, "`a >= b` as bool.")
 
 
 def _bitwise_fn(name: str, op: BinaryOp, doc: str):
-    def fn(a, b):
-        return bitwise(op, a, b)
-
-    def meth(self, o):
-        return bitwise(op, self, o)
-    for f in (fn, meth):
-        f.__name__ = f.__qualname__ = name
-        f.__doc__ = doc
-    METHODS[name] = meth
-    __all__.append(name)
-    return fn
+    return _binary_fn(name, op, doc, bitwise)
 
 
 bitwise_and = _bitwise_fn("bitwise_and", _B.BITAND, "`a & b` of integer or bool tensors.")
