@@ -11,6 +11,7 @@ from .. import creation
 from ..errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 from ..functional import gelu, log_softmax, relu, silu, softmax, where
 from ..tensor import Tensor
+from .conv import float_input as _float_tensor
 
 __all__ = [
     "relu", "gelu", "silu", "softmax", "log_softmax",
@@ -28,15 +29,6 @@ def _check_reduction(fn: str, reduction, allowed: tuple = _REDUCTIONS) -> None:
     if reduction not in allowed:
         raise InvalidArgumentError(f"{fn}: reduction must be one of "
                                    f"{', '.join(repr(a) for a in allowed)}, got {reduction!r}")
-
-
-def _float_tensor(fn: str, name: str, x) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise DTypeError(f"{fn}: {name} must be a lazyt.Tensor, got {type(x).__name__}")
-    if not x.dtype.is_float:
-        raise DTypeError(f"{fn}: {name} must be a floating-point tensor, got {x.dtype.name} "
-                         f"of shape {x.shape}")
-    return x
 
 
 def _same_shape(fn: str, input: Tensor, target: Tensor) -> None:  # noqa: A002 - torch's name
