@@ -24,7 +24,7 @@ from .creation import (arange, empty, empty_like, eye, from_dlpack, from_numpy, 
 from .device import Device, device, get_default_device, set_default_device
 from .device import device as _device_of
 from .dispatch import Dispatch, DispatchTensor
-from .dtype import DType, bool_, float16, float32, float64, int32, int64
+from .dtype import DType, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
 from .errors import (CaptureError, DeviceError, DTypeError, FusionError, GradError,
                      IndexOutOfRangeError,
                      InvalidArgumentError,
@@ -51,13 +51,13 @@ def sync(device=None) -> None:
 __all__ = [
     "Backend", "Device", "Dispatch", "DispatchTensor", "DType", "Tensor", "arange", "bool",
     "bool_", "device", "empty", "empty_like", "eye", "float16", "float32", "float64",
-    "from_dlpack", "from_numpy", "full", "full_like", "get_default_device", "int32", "int64", "manual_seed",
+    "from_dlpack", "from_numpy", "full", "full_like", "get_default_device", "int8", "int16", "int32", "int64", "manual_seed",
     "ones", "ones_like", "rand", "rand_like", "randint", "randn", "randn_like",
     "set_default_device", "sync", "tensor", "zeros", "zeros_like", "LazytError", "ShapeError",
     "DTypeError", "DeviceError", "IndexOutOfRangeError", "InvalidArgumentError", "MissingImplError", "GradError",
     "FusionError", "MetadataMismatchError", "KernelLanguageError", "KernelCompileError",
     "Gradients", "is_grad_enabled", "no_grad", "fusion", "kernels", "nn", "optim", "utils",
-    "CaptureError", "compile", "capturing",
+    "CaptureError", "compile", "capturing", "uint8",
 ] + list(_functional_all)
 
 # torch's elementwise math and layout ops, as composites (lazyt/mathops.py, lazyt/layout.py)

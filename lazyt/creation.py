@@ -11,6 +11,7 @@ from .data import generator, host_array, manual_seed  # noqa: F401  (manual_seed
 from .dispatch import Dispatch, DispatchTensor
 from .dtype import DType
 from .errors import DeviceError, DTypeError, InvalidArgumentError, ShapeError
+from .promotion import fit_int
 from .functional import shape_args as _shape_args
 from .tensor import Tensor
 
@@ -102,6 +103,9 @@ def full(shape, fill_value, dtype=None, device=None, requires_grad: bool = False
         dtype = {"bool": dt.bool_, "int": dt.DEFAULT_INT, "float": dt.DEFAULT_FLOAT}[kind]
     dev = resolve(device)
     d = dt.as_dtype(dtype)
+    if d.is_int and isinstance(fill_value, (int, np.integer)) and \
+            not isinstance(fill_value, (bool, np.bool_)):
+        fill_value = fit_int("full", fill_value, d)   # torch: 300 into uint8 raises
     return Tensor(dev.backend.full(shape, fill_value, d), dev)
 
 

@@ -12,10 +12,9 @@ from .dtype import DType
 from .capture_state import refuse as _refuse
 from .errors import DTypeError, InvalidArgumentError, ShapeError
 
-# Small integer types numpy may hand us, and where lazyt stores them.
-_WIDEN = {np.dtype(np.int8): dt.int32, np.dtype(np.int16): dt.int32,
-          np.dtype(np.uint8): dt.int32, np.dtype(np.uint16): dt.int32,
-          np.dtype(np.uint32): dt.int64}
+# Unsigned integer types numpy may hand us that lazyt lacks, and where it stores them (the
+# narrowest signed dtype holding every value, as torch would need).
+_WIDEN = {np.dtype(np.uint16): dt.int32, np.dtype(np.uint32): dt.int64}
 
 
 def host_array(data, dtype: DType | None = None) -> np.ndarray:

@@ -26,6 +26,16 @@ class DType:
         return not self.is_float and self.name != "bool"
 
     @property
+    def is_signed(self) -> bool:
+        """torch's `is_signed`: floats and the signed integers (not bool, not uint8)."""
+        return self.np.kind in "fi"
+
+    @property
+    def bits(self) -> int:
+        """The value bits of an integer dtype (8 for uint8 and int8, ..., 64 for int64)."""
+        return 8 * self.itemsize
+
+    @property
     def category(self) -> int:
         """0 for bool, 1 for the integers, 2 for the floats: torch's order of promotion."""
         return 2 if self.is_float else 0 if self.name == "bool" else 1
@@ -34,18 +44,24 @@ class DType:
 float16 = DType("float16", np.dtype(np.float16), True, 2)
 float32 = DType("float32", np.dtype(np.float32), True, 4)
 float64 = DType("float64", np.dtype(np.float64), True, 8)
+uint8 = DType("uint8", np.dtype(np.uint8), False, 1)
+int8 = DType("int8", np.dtype(np.int8), False, 1)
+int16 = DType("int16", np.dtype(np.int16), False, 2)
 int32 = DType("int32", np.dtype(np.int32), False, 4)
 int64 = DType("int64", np.dtype(np.int64), False, 8)
 bool_ = DType("bool", np.dtype(np.bool_), False, 1)
 
-ALL = (bool_, int32, int64, float16, float32, float64)
+ALL = (bool_, uint8, int8, int16, int32, int64, float16, float32, float64)
+#: The integer dtypes narrower than 32 bits: kernels compute them in 32-bit registers and wrap
+#: each value they produce back into the dtype's range.
+SMALL_INTS = (uint8, int8, int16)
 DEFAULT_FLOAT = float32
 DEFAULT_INT = int64
 
 _BY_NP = {d.np: d for d in ALL}
 _BY_NAME = {d.name: d for d in ALL}
 _BY_NAME.update({"bool_": bool_, "half": float16, "float": float32, "double": float64,
-                 "int": int64, "long": int64})
+                 "int": int64, "long": int64, "byte": uint8, "char": int8, "short": int16})
 
 
 def from_numpy(np_dtype) -> DType:
@@ -84,11 +100,15 @@ def as_dtype(value) -> DType:
 def promote(a: DType, b: DType) -> DType:
     """torch's promotion of two tensor dtypes (`torch.promote_types`): of two categories the
     higher one's dtype (int32 with float32 is float32, not numpy's float64), within one the
-    wider dtype."""
+    wider dtype; uint8 with a signed integer is the narrowest signed integer holding both
+    (int8 with uint8 is int16, int16 with uint8 int16)."""
     if a is b:
         return a
     if a.category != b.category:
         return a if a.category > b.category else b
+    if a is uint8 or b is uint8:   # the one unsigned dtype; the other is signed here
+        s = b if a is uint8 else a
+        return s if s.itemsize > 1 else int16
     return a if a.itemsize >= b.itemsize else b
 
 

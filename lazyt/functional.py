@@ -233,7 +233,7 @@ def bitwise_not(x: DT) -> DT:
         return Dispatch.unary(UnaryOp.NOT, x)
     if x.dtype.is_float:
         raise DTypeError(f"bitwise_not: needs integer or bool tensors, got {x.dtype.name}")
-    return binary(_B.BITXOR, x, -1)
+    return binary(_B.BITXOR, x, -1 if x.dtype.is_signed else (1 << x.dtype.bits) - 1)
 
 
 def _unary_fn(name: str, op: UnaryOp, doc: str, ints_unchanged: bool = False):
@@ -310,9 +310,16 @@ def where(condition, x, y) -> DT:
     common_device("where", [t for t in (cond, x, y) if isinstance(t, DT)])
     if not tx and not ty:  # two scalars: the result takes cond's shape and their dtype
         x, tx = as_tensor(x, like, dtype=d), True
-    x = to(x, d) if tx else d.np.type(x).item()
-    y = to(y, d) if ty else d.np.type(y).item()
+    x = to(x, d) if tx else _where_scalar(x, d)
+    y = to(y, d) if ty else _where_scalar(y, d)
     return Dispatch.where(cond, x, y)
+
+
+def _where_scalar(s, d: DType):
+    """A number operand of `where` as a value of the result dtype `d` (range checked)."""
+    if d.is_int and isinstance(s, (int, np.integer)) and not isinstance(s, (bool, np.bool_)):
+        return pr.fit_int("where", s, d)
+    return d.np.type(s).item()
 
 
 def _where_method(x: DT, condition, other) -> DT:
@@ -369,12 +376,20 @@ def _np_args(name: str, x: DT, dim, keepdim, np_kw: dict):
     return x, dim, keepdim
 
 
+def _as_requested(out: DT, np_kw: dict) -> DT:
+    """A sum or product in the `dtype=` it was asked for (torch and numpy: an integer
+    `dtype=` is the result's dtype, wrapping as it does; lazyt accumulates in int64)."""
+    d = np_kw.get("dtype")
+    return out if d is None else to(out, dt.as_dtype(d))
+
+
 @method()
 def sum(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:  # noqa: A001
-    """Sum over `dim` (int or tuple; all dims when None). Integers sum in int64. numpy's
-    `axis=`, `keepdims=` and `dtype=` are accepted (so `np.sum(t, axis=0)` works)."""
+    """Sum over `dim` (int or tuple; all dims when None). Integers sum in int64 unless
+    `dtype=` names another result dtype. numpy's `axis=`, `keepdims=` and `dtype=` are
+    accepted (so `np.sum(t, axis=0)` works)."""
     x, dim, keepdim = _np_args("sum", x, dim, keepdim, np_kw)
-    return _reduce(ReduceOp.SUM, "sum", x, dim, keepdim)
+    return _as_requested(_reduce(ReduceOp.SUM, "sum", x, dim, keepdim), np_kw)
 
 
 @method()
@@ -386,7 +401,7 @@ def mean(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:
 @method()
 def prod(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:
     x, dim, keepdim = _np_args("prod", x, dim, keepdim, np_kw)
-    return _reduce(ReduceOp.PROD, "prod", x, dim, keepdim)
+    return _as_requested(_reduce(ReduceOp.PROD, "prod", x, dim, keepdim), np_kw)
 
 
 @method()
@@ -684,6 +699,10 @@ def matmul(a, b) -> DT:
     d = dt.promote(a.dtype, b.dtype) if a.dtype is not b.dtype else a.dtype
     if d is dt.bool_:
         raise DTypeError(f"matmul: not supported for bool tensors (shapes {sa} and {sb})")
+    if d in dt.SMALL_INTS:
+        # uint8/int8/int16 products are int32 products wrapped back (numpy's and torch's
+        # results: both wrap modulo 2^bits), so kernel backends need no 8/16-bit matmul
+        return to(matmul(to(a, dt.int32), to(b, dt.int32)), d)
     a, b = to(a, d), to(b, d)
     squeeze_first = len(sa) == 1
     squeeze_last = len(sb) == 1
@@ -711,6 +730,16 @@ def matmul(a, b) -> DT:
 
 
 # ---------------------------------------------------------------------- gather family
+def refuse_byte_index(op: str, index) -> None:
+    """`DTypeError` for a uint8 tensor (or array) used as `x[index]`: torch reads it as a
+    boolean mask (deprecated), numpy as integer positions; lazyt asks which one is meant."""
+    d = getattr(index, "dtype", None)
+    if d is dt.uint8 or (isinstance(d, np.dtype) and d == np.uint8):
+        raise DTypeError(f"{op}: a uint8 index tensor is ambiguous (torch reads it as a "
+                         f"boolean mask, numpy as positions); shape {tuple(index.shape)}: "
+                         "use index.bool() for a mask or index.long() for positions")
+
+
 def index_tensor(op: str, index, like: DT) -> DT:
     """`index` as an int64 tensor on `like`'s device."""
     idx = as_tensor(index, like)

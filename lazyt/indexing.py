@@ -7,7 +7,7 @@ import numpy as np
 from . import shape as sh
 from .dispatch import Dispatch, DispatchTensor
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError
-from .functional import binary, index_tensor, where
+from .functional import binary, index_tensor, refuse_byte_index, where
 from .ops import BinaryOp
 
 
@@ -82,6 +82,7 @@ def getitem(x: DispatchTensor, key) -> DispatchTensor:
             slices.append((i, i + 1, 1))
             sliced = True
         elif isinstance(k, (DispatchTensor, list, np.ndarray)) and tensor_index is None:
+            refuse_byte_index("getitem", k)
             idx = index_tensor("getitem", k, x)
             # negative entries count from the end
             idx = where(binary(BinaryOp.LT, idx, 0), binary(BinaryOp.ADD, idx, n), idx)

@@ -186,6 +186,8 @@ def setitem(self, key, value) -> None:
         return _set_mask(self, key, value)
     if isinstance(key, np.ndarray) and key.dtype == np.bool_:
         return _set_mask(self, Dispatch.from_numpy(key, self.device, self._result_type), value)
+    for k in key if isinstance(key, tuple) else (key,):
+        F.refuse_byte_index("setitem", k)
     _check_unique(key)
     n = int(np.prod(shape)) if shape else 1
     positions = F.reshape(_arange(self, n), *shape) if shape else F.reshape(_arange(self, 1))

@@ -39,12 +39,21 @@ def operand_dtype(op: BinaryOp, d: dt.DType) -> dt.DType:
     return d
 
 
-def int_scalar(op: BinaryOp, s, d: dt.DType, tensor_first: bool) -> int:
-    """A Python integer operand of an integer op, checked against the tensor's dtype."""
+def fit_int(op: str, s, d: dt.DType) -> int:
+    """The Python integer `s` as a value of the integer dtype `d`; `DTypeError` when it is
+    out of `d`'s range (torch raises for fills, and wraps in arithmetic; lazyt never wraps a
+    scalar silently: `uint8_tensor + 300` raises, `uint8_tensor + 200` wraps the result)."""
     s = int(s)
     info = np.iinfo(d.np)
     if not info.min <= s <= info.max:
-        raise DTypeError(f"{op.value}: the scalar {s} does not fit the tensor's dtype {d.name}")
+        raise DTypeError(f"{op}: the scalar {s} does not fit the tensor's dtype {d.name} "
+                         f"({info.min}..{info.max})")
+    return s
+
+
+def int_scalar(op: BinaryOp, s, d: dt.DType, tensor_first: bool) -> int:
+    """A Python integer operand of an integer op, checked against the tensor's dtype."""
+    s = fit_int(op.value, s, d)
     if op is BinaryOp.POW and tensor_first and s < 0:
         raise DTypeError(f"pow: an integer tensor ({d.name}) to a negative integer power; "
                          "cast to float first")

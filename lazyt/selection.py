@@ -26,7 +26,7 @@ from .creation import arange, full
 from .dispatch import DispatchTensor, common_device
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 from .functional import (as_tensor, binary, cat, expand, gather, index_select, index_tensor,
-                         method, scatter_add, to, where)
+                         method, refuse_byte_index, scatter_add, to, where)
 from .inplace import rebind
 from .layout import movedim, pad
 from .mathops import install_methods, tensor_arg
@@ -334,6 +334,7 @@ def _index_list(x: Tensor, indices) -> list:
         if not isinstance(t, Tensor):
             t = Tensor.from_dispatch(t)
         common_device("index_put", (x, t))
+        refuse_byte_index("index_put", t)
         if t.dtype is dt.bool_:
             dims = x.shape[len(out):len(out) + t.ndim]
             if tuple(t.shape) != tuple(dims):

@@ -166,6 +166,15 @@ class Tensor(DispatchTensor):
     def half(self):
         return self.to(dt.float16)
 
+    def byte(self):
+        return self.to(dt.uint8)
+
+    def char(self):
+        return self.to(dt.int8)
+
+    def short(self):
+        return self.to(dt.int16)
+
     def int(self):
         return self.to(dt.int32)
 

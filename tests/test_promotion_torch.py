@@ -3,39 +3,49 @@ between dimensioned tensors the higher category's dtype, within a category the w
 tensors and Python numbers count by category only.
 
 The expected tables are written out by hand from torch's documented rules (torch is not a
-dependency); `test_tables_match_torch` checks them, and lazyt, against torch where it is
-installed."""
+dependency) and were checked against torch 2.13 (`torch.promote_types` / `torch.result_type`
+for every pair of these nine dtypes); `test_tables_match_torch` checks them, and lazyt, against
+torch where it is installed."""
 import numpy as np
 import pytest
 
 import lazyt
 from lazyt import promotion as pr
 
-B, I32, I64, F16, F32, F64 = (lazyt.bool_, lazyt.int32, lazyt.int64, lazyt.float16,
-                              lazyt.float32, lazyt.float64)
-DTYPES = (B, I32, I64, F16, F32, F64)
+B, U8, I8, I16, I32, I64, F16, F32, F64 = (
+    lazyt.bool_, lazyt.uint8, lazyt.int8, lazyt.int16, lazyt.int32, lazyt.int64,
+    lazyt.float16, lazyt.float32, lazyt.float64)
+DTYPES = (B, U8, I8, I16, I32, I64, F16, F32, F64)
 
 # torch.promote_types: row dtype with column dtype, two dimensioned tensors (or two 0-d ones).
-#            bool  int32 int64 f16   f32   f64
+# uint8 with int8 is int16: the narrowest signed integer holding both.
+#            bool  uint8 int8  int16 int32 int64 f16   f32   f64
 TENSOR_TENSOR = {
-    B:   (B,   I32, I64, F16, F32, F64),
-    I32: (I32, I32, I64, F16, F32, F64),
-    I64: (I64, I64, I64, F16, F32, F64),
-    F16: (F16, F16, F16, F16, F32, F64),
-    F32: (F32, F32, F32, F32, F32, F64),
-    F64: (F64, F64, F64, F64, F64, F64),
+    B:   (B,   U8,  I8,  I16, I32, I64, F16, F32, F64),
+    U8:  (U8,  U8,  I16, I16, I32, I64, F16, F32, F64),
+    I8:  (I8,  I16, I8,  I16, I32, I64, F16, F32, F64),
+    I16: (I16, I16, I16, I16, I32, I64, F16, F32, F64),
+    I32: (I32, I32, I32, I32, I32, I64, F16, F32, F64),
+    I64: (I64, I64, I64, I64, I64, I64, F16, F32, F64),
+    F16: (F16, F16, F16, F16, F16, F16, F16, F32, F64),
+    F32: (F32, F32, F32, F32, F32, F32, F32, F32, F64),
+    F64: (F64, F64, F64, F64, F64, F64, F64, F64, F64),
 }
 
 # A dimensioned tensor (row) with a 0-d tensor (column): the 0-d tensor counts only when its
-# category is higher (then its dtype wins: int64 with a 0-d float64 is float64 in torch).
-#            bool  int32 int64 f16   f32   f64   (0-d)
+# category is higher (then its dtype wins: int64 with a 0-d float64 is float64 in torch; a
+# uint8 tensor with a 0-d int8 stays uint8).
+#            bool  uint8 int8  int16 int32 int64 f16   f32   f64   (0-d)
 TENSOR_ZERO_DIM = {
-    B:   (B,   I32, I64, F16, F32, F64),
-    I32: (I32, I32, I32, F16, F32, F64),
-    I64: (I64, I64, I64, F16, F32, F64),
-    F16: (F16, F16, F16, F16, F16, F16),
-    F32: (F32, F32, F32, F32, F32, F32),
-    F64: (F64, F64, F64, F64, F64, F64),
+    B:   (B,   U8,  I8,  I16, I32, I64, F16, F32, F64),
+    U8:  (U8,  U8,  U8,  U8,  U8,  U8,  F16, F32, F64),
+    I8:  (I8,  I8,  I8,  I8,  I8,  I8,  F16, F32, F64),
+    I16: (I16, I16, I16, I16, I16, I16, F16, F32, F64),
+    I32: (I32, I32, I32, I32, I32, I32, F16, F32, F64),
+    I64: (I64, I64, I64, I64, I64, I64, F16, F32, F64),
+    F16: (F16, F16, F16, F16, F16, F16, F16, F16, F16),
+    F32: (F32, F32, F32, F32, F32, F32, F32, F32, F32),
+    F64: (F64, F64, F64, F64, F64, F64, F64, F64, F64),
 }
 
 # A tensor (dimensioned or 0-d, row) with a Python number (column): a float is the default
@@ -45,6 +55,9 @@ SCALARS = (True, 2, 2.5)
 #            True  2     2.5
 TENSOR_SCALAR = {
     B:   (B,   I64, F32),
+    U8:  (U8,  U8,  F32),
+    I8:  (I8,  I8,  F32),
+    I16: (I16, I16, F32),
     I32: (I32, I32, F32),
     I64: (I64, I64, F32),
     F16: (F16, F16, F16),
@@ -208,7 +221,8 @@ def test_cat_and_stack(device, check, a, b):
     check(lazyt.stack([x0, y0]), np.stack([r[2] for r in ref]))
 
 
-MATMUL_PAIRS = [(I32, F32), (I64, F16), (F16, F32), (I32, I64), (F32, F64)]
+MATMUL_PAIRS = [(I32, F32), (I64, F16), (F16, F32), (I32, I64), (F32, F64), (U8, I8),
+                (U8, U8), (I16, F32)]
 
 
 @pytest.mark.parametrize("a, b", MATMUL_PAIRS, ids=_ids(MATMUL_PAIRS))

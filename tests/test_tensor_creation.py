@@ -27,7 +27,7 @@ def test_tensor_from_python(device, check, data, expected):
 @pytest.mark.parametrize("src, expected_dtype", [
     (np.float64, np.float64), (np.float32, np.float32), (np.float16, np.float16),
     (np.int64, np.int64), (np.int32, np.int32), (np.bool_, np.bool_),
-    (np.int8, np.int32), (np.int16, np.int32), (np.uint8, np.int32), (np.uint16, np.int32),
+    (np.int8, np.int8), (np.int16, np.int16), (np.uint8, np.uint8), (np.uint16, np.int32),
     (np.uint32, np.int64),
 ])
 @pytest.mark.parametrize("make", ["tensor", "from_numpy"])
@@ -40,12 +40,14 @@ def test_ndarray_dtype_rules(check, src, expected_dtype, make):
 
 
 def test_ndarray_extreme_values_survive_widening(check):
-    arr = np.array([0, 255], np.uint8)
-    check(lazyt.tensor(arr), np.array([0, 255], np.int32))
-    arr = np.array([0, 2 ** 32 - 1], np.uint32)
+    arr = np.array([0, 255], np.uint8)            # uint8, int8, int16 are lazyt dtypes
+    check(lazyt.tensor(arr), arr)
+    arr = np.array([0, 2 ** 32 - 1], np.uint32)   # the unsigned ones lazyt lacks widen
     check(lazyt.tensor(arr), np.array([0, 2 ** 32 - 1], np.int64))
+    arr = np.array([0, 65535], np.uint16)
+    check(lazyt.tensor(arr), arr.astype(np.int32))
     arr = np.array([-32768, 32767], np.int16)
-    check(lazyt.from_numpy(arr), arr.astype(np.int32))
+    check(lazyt.from_numpy(arr), arr)
 
 
 @pytest.mark.parametrize("data", [

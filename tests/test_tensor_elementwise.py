@@ -152,7 +152,8 @@ def test_true_division_dtypes_with_scalars(device, check, rng, tdtype):
     check(t / t, (x / x).astype(rd))
 
 
-@pytest.mark.parametrize("dtype", [I64, I32, F32, F64], ids=str)
+@pytest.mark.parametrize("dtype", [I64, I32, np.dtype(np.int16), np.dtype(np.int8), F32, F64],
+                         ids=str)
 def test_floordiv_mod_sign_semantics(device, check, dtype):
     a = np.array([-7, -3, 3, 7, 0, -8], dtype)
     b = np.array([2, -2, 3, -4, 5, 3], dtype)
@@ -200,7 +201,8 @@ def test_pow_forms(device, check, rng):
     check(T(neg, device) ** 3, neg ** 3)
 
 
-@pytest.mark.parametrize("dtype", [F32, F64, F16, I32, I64], ids=str)
+@pytest.mark.parametrize("dtype", [F32, F64, F16, I32, I64, np.dtype(np.int16),
+                                   np.dtype(np.int8), np.dtype(np.uint8)], ids=str)
 @pytest.mark.parametrize("shape", [(2, 3), (), (0, 4), (5,)], ids=str)
 def test_neg_abs(device, check, rng, dtype, shape):
     a = data(rng, shape, dtype)
@@ -398,7 +400,7 @@ def test_math_functions(device, check, rng, name, dtype, shape):
 
 
 @pytest.mark.parametrize("name", FLOAT_MATH)
-@pytest.mark.parametrize("dtype", [I64, I32], ids=str)
+@pytest.mark.parametrize("dtype", [I64, I32, np.dtype(np.int16), np.dtype(np.uint8)], ids=str)
 def test_float_math_on_ints_gives_float32(device, check, name, dtype):
     ref, kind = MATH[name]
     a = np.array([[1, 2, 3], [4, 1, 2]], dtype)

@@ -7,6 +7,7 @@ import lazyt
 
 F32, F64, F16, I32, I64, B = (np.dtype(np.float32), np.dtype(np.float64), np.dtype(np.float16),
                               np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.bool_))
+U8, I8, I16 = np.dtype(np.uint8), np.dtype(np.int8), np.dtype(np.int16)
 
 
 def T(arr, device):
@@ -38,7 +39,7 @@ def _mean_dtype(d):
 
 @pytest.mark.parametrize("dim", DIMS_3D, ids=str)
 @pytest.mark.parametrize("keepdim", [False, True])
-@pytest.mark.parametrize("dtype", [F32, F64, I64, I32, B], ids=str)
+@pytest.mark.parametrize("dtype", [F32, F64, I64, I32, I16, I8, U8, B], ids=str)
 def test_sum(device, check, rng, dim, keepdim, dtype):
     a = _values(rng, (2, 3, 4), dtype)
     out = T(a, device).sum(dim=dim, keepdim=keepdim)
@@ -47,7 +48,7 @@ def test_sum(device, check, rng, dim, keepdim, dtype):
 
 @pytest.mark.parametrize("dim", DIMS_3D, ids=str)
 @pytest.mark.parametrize("keepdim", [False, True])
-@pytest.mark.parametrize("dtype", [F32, F64, F16, I64, I32], ids=str)
+@pytest.mark.parametrize("dtype", [F32, F64, F16, I64, I32, I8, U8], ids=str)
 def test_mean(device, check, rng, dim, keepdim, dtype):
     a = _values(rng, (2, 3, 4), dtype)
     out = T(a, device).mean(dim=dim, keepdim=keepdim)
@@ -57,7 +58,7 @@ def test_mean(device, check, rng, dim, keepdim, dtype):
 
 @pytest.mark.parametrize("dim", DIMS_3D, ids=str)
 @pytest.mark.parametrize("keepdim", [False, True])
-@pytest.mark.parametrize("dtype", [F32, F64, I64, I32], ids=str)
+@pytest.mark.parametrize("dtype", [F32, F64, I64, I32, I16, I8, U8], ids=str)
 @pytest.mark.parametrize("fn", ["max", "min"])
 def test_max_min_values_only(device, check, rng, dim, keepdim, dtype, fn):
     a = _values(rng, (2, 3, 4), dtype)
@@ -68,7 +69,7 @@ def test_max_min_values_only(device, check, rng, dim, keepdim, dtype, fn):
 
 @pytest.mark.parametrize("dim", DIMS_3D, ids=str)
 @pytest.mark.parametrize("keepdim", [False, True])
-@pytest.mark.parametrize("dtype", [F32, F64, I64, I32, B], ids=str)
+@pytest.mark.parametrize("dtype", [F32, F64, I64, I32, I8, B], ids=str)
 def test_prod(device, check, rng, dim, keepdim, dtype):
     a = _values(rng, (2, 3, 4), dtype)
     if dtype.kind == "f":

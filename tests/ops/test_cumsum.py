@@ -28,7 +28,7 @@ def test_views_and_function_form(device, rng, check):
     check(t[1:, 1:].cumsum(0), np.cumsum(x[1:, 1:], axis=0), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.bool_])
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.int32, np.int64, np.bool_])
 def test_integers_and_bools_sum_in_int64(device, check, dtype):
     x = (np.arange(12).reshape(3, 4) % 3).astype(dtype)
     check(lazyt.tensor(x, device=device).cumsum(1), np.cumsum(x, axis=1, dtype=np.int64))

@@ -71,6 +71,12 @@ _I32_BOUND = 2.0 ** 31 - 2.0 ** 21
 _F32, _F32_BITS = struct.Struct("<f"), struct.Struct("<I")
 
 
+def _holds(wide: DType, narrow: DType) -> bool:
+    """Whether every value of the integer dtype `narrow` is a value of `wide`."""
+    a, b = np.iinfo(wide.np), np.iinfo(narrow.np)
+    return a.min <= b.min and b.max <= a.max
+
+
 def into_contiguous(tensor: CubeTensor) -> CubeTensor:
     """`tensor` itself when kernels can index it densely from 0, else a contiguous copy."""
     if tensor.is_contiguous():
@@ -280,6 +286,11 @@ class CubeBackend(Backend):
             return np.array([bool(value)], storage)
         if not dtype.is_float:
             v = int(value)
+            if dtype in dt.SMALL_INTS:   # stored in wider words: the dtype's own range
+                lim = np.iinfo(dtype.np)
+                if not lim.min <= v <= lim.max:
+                    raise DTypeError(f"{op}: the scalar {v} does not fit the tensor's dtype "
+                                     f"{dtype.name} ({lim.min}..{lim.max})")
             lim = np.iinfo(storage)
             if not lim.min <= v <= lim.max:
                 raise DTypeError(f"{op}: the {dtype.name} scalar {v} does not fit on "
@@ -366,7 +377,10 @@ class CubeBackend(Backend):
             return x
         self.check_dtype("cast", dtype)
         src, dst = self.renderer.type_of(x.dtype), self.renderer.type_of(dtype)
-        if src == dst:  # the same storage and compute (int32 <-> int64 in WGSL): a view
+        if src.storage == dst.storage and src.compute == dst.compute and (
+                not dst.bits or (src.bits and _holds(dtype, x.dtype))):
+            # the same words hold the same values (int32 <-> int64 in WGSL; uint8 -> int16
+            # or int32 there, which needs no wrapping): a view
             return CubeTensor(x.client, x.device, x.shape, x.strides, x.handle, dtype, x.offset)
         if x.dtype in (dt.float32, dt.float64) and self._narrow(dtype):
             self._check_flags("cast", f"a {x.dtype.name} value cast to {dtype.name}",
@@ -458,8 +472,8 @@ class CubeBackend(Backend):
             else:
                 bits = self._scalar_bits("fused", value, dtype).astype(np.int64)
             return tuple(int(w) for w in bits.view(np.uint32))
-        if not dtype.is_float:
-            return (int(self._scalar_bits("fused", value, dtype).view(np.uint32)[0]),)
+        if not dtype.is_float:   # a 32-bit compute value (uint8/int8/int16 are stored narrower)
+            return (int(self._scalar_bits("fused", value, dtype)[0]) & 0xFFFFFFFF,)
         with np.errstate(over="ignore"):
             v = np.float32(np.float16(value))
         return (int(np.array([v], np.float32).view(np.uint32)[0]),)

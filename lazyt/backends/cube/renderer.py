@@ -45,11 +45,16 @@ _LANES = "xyzw"
 @dataclass(frozen=True)
 class KernelType:
     """How one lazyt dtype lives in a kernel: `storage` in buffers, `compute` in registers
-    (float16 is stored as f16 and computed in f32), `kind` the op tables' key."""
+    (float16 is stored as f16 and computed in f32), `kind` the op tables' key. `bits` (8 or
+    16) marks an integer dtype narrower than its 32-bit compute type (uint8, int8, int16):
+    every value of it an op produces is wrapped back into its range (`Renderer.wrap`), so
+    results equal numpy's bit for bit; `unsigned` says how (uint8)."""
 
     storage: str
     compute: str
     kind: str        # float | int | bool
+    bits: int = 0
+    unsigned: bool = False
 
 
 @dataclass(frozen=True)
@@ -80,8 +85,8 @@ class Renderer:
     Extension points, all with C defaults except `kernel`: the attributes `lang`, `runtime`,
     `compute_types`, `uint`, `file_ext`, `bit_types`, `wide_types`, `vec4_types`,
     `helper_file`, `helper_start`, `declare_before_use`; the methods `convert`, `from_bits`,
-    `from_bits64`, `select`, `float_literal`, `let`, `var`, `struct`, `vec4`, `make_vec4`,
-    `prelude`, `kernel`; and, where one op's spelling
+    `from_bits64`, `wrap`, `select`, `float_literal`, `let`, `var`, `struct`, `vec4`,
+    `make_vec4`, `prelude`, `kernel`; and, where one op's spelling
     differs, its entry in `unary_table` / `binary_table` (CUDA has no `sign`, say).
     """
 
@@ -117,7 +122,9 @@ class Renderer:
         """How `dtype` is stored and computed in this language (`DTypeError` if it is not)."""
         storage = elem_name(dtype, self.lang)
         kind = "float" if dtype.is_float else "bool" if dtype is dt.bool_ else "int"
-        return KernelType(storage, self.compute_types.get(storage, storage), kind)
+        small = dtype in dt.SMALL_INTS
+        return KernelType(storage, self.compute_types.get(storage, storage), kind,
+                          dtype.bits if small else 0, small and not dtype.is_signed)
 
     # ------------------------------------------------------------------ spellings (C defaults)
     def bits_type(self, itemsize: int) -> str:
@@ -207,9 +214,20 @@ class Renderer:
         """A stored value `x` as its compute type."""
         return x if t.storage == t.compute else self.convert(t.compute, x)
 
-    def store(self, t: KernelType, x: str) -> str:
-        """A compute value `x` as its storage type."""
-        return x if t.storage == t.compute else self.convert(t.storage, x)
+    def store(self, t: KernelType, x: str, wrapped: bool = False) -> str:
+        """A compute value `x` as its storage type (a small integer wrapped into its range
+        unless it is `wrapped` already: C's conversion to the narrow storage type wraps)."""
+        if t.storage == t.compute:
+            return x if wrapped else self.wrap(t, x)
+        return self.convert(t.storage, x)
+
+    def wrap(self, t: KernelType, x: str) -> str:
+        """The compute value `x` wrapped into the range of `t`'s dtype, as numpy's arithmetic
+        wraps uint8/int8/int16 (modulo 2^bits; `x` itself for other types). C: through the
+        narrow storage type and back."""
+        if not t.bits:
+            return x
+        return self.convert(t.compute, self.convert(t.storage, x))
 
     def infinity(self, t: KernelType) -> str:
         if t.compute in self.wide_types:
@@ -410,8 +428,11 @@ class Renderer:
         for i, ins in enumerate(block.instrs):
             t = self.type_of(ins.dtype)
             expr = self.instr_expr(block, ins, name)
-            if t.storage != t.compute:
+            if t.kind == "float" and t.storage != t.compute:
                 expr = f"lz_round_f16({expr})"
+            elif t.bits and ins.kind in ("unary", "binary", "cast"):
+                expr = self.wrap(t, expr)   # a uint8/int8/int16 result, as stored (where
+                #                             and full give values already in range)
             lines.append(self.let(f"v{i}{lane}", expr, t.compute))
         return lines
 
@@ -453,7 +474,7 @@ class Renderer:
         body += self.scalar_lines(block.scalars, 3 + 2 * n_in)
         body += [self.let(f"x{k}", self.load(in_t[k], f"in{k}[i{k}]")) for k in used]
         body += program
-        body += [f"out{k}[i] = {self.store(t, f'v{v}')};"
+        body += [f"out{k}[i] = {self.store(t, f'v{v}', wrapped=True)};"
                  for k, (v, t) in enumerate(zip(block.outputs, out_t))]
         return body
 
@@ -475,7 +496,7 @@ class Renderer:
                     body.append(pad + self.let(f"x{k}{lane}", value))
                 body += [pad + line for line in self.program(block, lane)]
             for k, (v, t) in enumerate(zip(block.outputs, out_t)):
-                vals = [self.store(t, f"v{v}{lane}") for lane in _LANES]
+                vals = [self.store(t, f"v{v}{lane}", wrapped=True) for lane in _LANES]
                 body.append(pad + f"out{k}[q] = {self.make_vec4(t.storage, vals)};")
             body += ["    }", "}"]
         return body

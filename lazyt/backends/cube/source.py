@@ -295,6 +295,9 @@ _ELEM: dict[str, dict[str, tuple[str, np.dtype]]] = {
     "wgsl": {
         "float32": ("f32", np.dtype(np.float32)),
         "float16": ("f16", np.dtype(np.float16)),
+        "uint8": ("i32", np.dtype(np.int32)),
+        "int8": ("i32", np.dtype(np.int32)),
+        "int16": ("i32", np.dtype(np.int32)),
         "int32": ("i32", np.dtype(np.int32)),
         "int64": ("i32", np.dtype(np.int32)),
         "bool": ("u32", np.dtype(np.uint32)),
@@ -303,6 +306,9 @@ _ELEM: dict[str, dict[str, tuple[str, np.dtype]]] = {
         "float32": ("float", np.dtype(np.float32)),
         "float16": ("__half", np.dtype(np.float16)),
         "float64": ("double", np.dtype(np.float64)),
+        "uint8": ("unsigned char", np.dtype(np.uint8)),
+        "int8": ("signed char", np.dtype(np.int8)),
+        "int16": ("short", np.dtype(np.int16)),
         "int32": ("int", np.dtype(np.int32)),
         "int64": ("long long", np.dtype(np.int64)),
         "bool": ("unsigned int", np.dtype(np.uint32)),
@@ -333,8 +339,8 @@ def elem_name(dtype: Any, lang: str) -> str:
 
 
 def elem_storage(dtype: Any, lang: str) -> np.dtype:
-    """The host numpy dtype of a `dtype` buffer in `lang` kernels (int64 is 32-bit in WGSL, bool
-    is u32 in both)."""
+    """The host numpy dtype of a `dtype` buffer in `lang` kernels (int64 is 32-bit in WGSL, and
+    so are uint8, int8 and int16; bool is u32 in both)."""
     return _elem_entry(dtype, lang)[1][1]
 
 

@@ -1,6 +1,7 @@
 """CudaRenderer: generated Cube kernels in CUDA C++. The renderer base writes C by default, so
 this class only names the language, its types (float16 is `__half` computed in `float`; int64 is
-a real 64-bit `long long`; float64 is `double`), the helper file (`kernels/helpers.cuh`), the
+a real 64-bit `long long`; float64 is `double`; uint8/int8/int16 are `unsigned char`/`signed
+char`/`short` computed in `int`), the helper file (`kernels/helpers.cuh`), the
 `cuda_fp16.h` prelude, the one op spelled differently (C has no `sign`) and the entry point."""
 from __future__ import annotations
 
@@ -20,7 +21,12 @@ class CudaRenderer(Renderer):
 
     lang = "cuda"
     runtime = "cuda"
-    compute_types = {"__half": "float"}
+    #: float16 computes in float; uint8, int8 and int16 in int (C's integer promotion), and
+    #: the conversion back to the narrow storage type wraps them (`Renderer.wrap`).
+    compute_types = {"__half": "float", "unsigned char": "int", "signed char": "int",
+                     "short": "int"}
+    bit_types = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int",
+                 8: "unsigned long long"}
     helper_file = _KERNELS / "helpers.cuh"
     unary_table = {**UNARY, UnaryOp.SIGN: {**UNARY[UnaryOp.SIGN],
                                            "float": Select("lz_isnan({x})", "{x}",

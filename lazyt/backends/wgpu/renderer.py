@@ -8,13 +8,14 @@ from pathlib import Path
 from typing import Sequence
 
 from ...errors import DTypeError
-from ..cube.renderer import Binding, Renderer
+from ..cube.renderer import Binding, KernelType, Renderer
 
 _KERNELS = Path(__file__).resolve().parent / "kernels"
 
 
 class WgslRenderer(Renderer):
-    """The WGSL renderer (f16 is stored as f16 and computed in f32; int64 is i32, bool u32)."""
+    """The WGSL renderer (f16 is stored as f16 and computed in f32; int64 is i32, bool u32;
+    uint8, int8 and int16 are i32 words, wrapped into their range as they are produced)."""
 
     lang = "wgsl"
     runtime = "wgpu"
@@ -29,6 +30,14 @@ class WgslRenderer(Renderer):
 
     def convert(self, ty: str, x: str) -> str:
         return f"{ty}({x})"
+
+    def wrap(self, t: KernelType, x: str) -> str:
+        """uint8/int8/int16 live in i32 words: mask (uint8) or sign-extend the low bits."""
+        if not t.bits:
+            return x
+        if t.unsigned:
+            return f"({x} & {(1 << t.bits) - 1})"
+        return f"(({x} << {32 - t.bits}u) >> {32 - t.bits}u)"
 
     def from_bits(self, ty: str, word: str) -> str:
         return word if ty == "u32" else f"bitcast<{ty}>({word})"

@@ -89,7 +89,8 @@ def test_vec4_form_needs_a_vector_type(cuda):
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc is not on PATH")
-@pytest.mark.parametrize("dtype", [dt.float32, dt.float16, dt.int32, dt.bool_], ids=str)
+@pytest.mark.parametrize("dtype", [dt.float32, dt.float16, dt.int32, dt.bool_, dt.uint8,
+                                   dt.int8, dt.int16], ids=str)
 def test_nvcc_compiles_fused_blocks_of_every_op(cuda, tmp_path, dtype):
     block = every_op_block(dtype)
     ptx = _nvcc(tmp_path, cuda.fused_kernel(block).text)

@@ -26,7 +26,8 @@ from lazyt.ops import BinaryOp, ReduceOp, UnaryOp
 from lazyt.ops.codes import COMPARISONS
 
 NVCC = shutil.which("nvcc")
-DTYPES = (dt.float32, dt.float16, dt.float64, dt.int32, dt.int64, dt.bool_)
+DTYPES = (dt.float32, dt.float16, dt.float64, dt.int32, dt.int64, dt.bool_, dt.uint8, dt.int8,
+          dt.int16)
 FLOATS = (dt.float32, dt.float16, dt.float64)
 
 
@@ -235,3 +236,25 @@ def test_element_counts_leave_room_for_32_bit_thread_indices():
     b.check_numel("add", (2 ** 16, 2 ** 16 - 1))              # 2^32 - 2^16 elements: fine
     with pytest.raises(ShapeError, match=r"add: shape .*32-bit"):
         b.alloc("add", (2 ** 32 - 2 ** 8,), dt.float32)      # the last block would wrap
+
+
+def test_small_ints_are_real_narrow_types_computed_in_int():
+    """uint8/int8/int16 are `unsigned char`/`signed char`/`short` in buffers and `int` in
+    registers; converting back to the narrow type wraps, and fused intermediates are wrapped
+    the same way. Fused blocks with 1- or 2-byte integers never take the vec4 path (no
+    float4/int4 loads over byte buffers)."""
+    u8, i8, i16 = (CUDA.type_of(d) for d in (dt.uint8, dt.int8, dt.int16))
+    assert (u8.storage, u8.compute, u8.bits, u8.unsigned) == ("unsigned char", "int", 8, True)
+    assert (i8.storage, i16.storage) == ("signed char", "short")
+    assert CUDA.wrap(u8, "x") == "((int)(((unsigned char)(x))))"
+    assert CUDA.store(i16, "x") == "((short)(x))"
+    assert "out[i] = ((unsigned char)((v0 + v1)));" in \
+        CUDA.binary_kernel(BinaryOp.ADD, dt.uint8).text
+    blocks = {b.inputs[0][1]: b for b in fused_blocks()}
+    for d in (dt.uint8, dt.int8, dt.int16):
+        assert not CUDA.can_vectorize(blocks[d])
+        assert "((int)(((" in CUDA.fused(blocks[d])
+    assert CUDA.bits_type(1) == "unsigned char"
+    b = CudaBackend(RecordingClient(), "cuda:0")
+    assert b._scalar_words(-5, dt.int8) == (0xFFFFFFFB,)
+    assert b._scalar_words(200, dt.uint8) == (200,)

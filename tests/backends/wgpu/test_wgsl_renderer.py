@@ -146,7 +146,7 @@ def test_sources_are_memoized_and_ids_cover_the_entry_and_workgroup():
 SPELLINGS = {"lang", "runtime", "compute_types", "uint", "helper_file", "helper_start",
              "declare_before_use", "convert", "from_bits", "select", "float_literal", "let", "var",
              "struct", "vec4", "make_vec4", "prelude", "kernel", "file_ext", "bit_types",
-             "wide_types", "from_bits64"}
+             "wide_types", "from_bits64", "wrap"}
 
 
 def test_wgsl_renderer_overrides_spellings_only():
@@ -189,3 +189,19 @@ if __name__ == "__main__":
         print(f"wrote {GOLDEN}")
     else:
         pytest.main([__file__, "-q"])
+
+
+def test_small_ints_live_in_i32_words_and_wrap_what_ops_produce():
+    """uint8/int8/int16 are i32 words in WGSL (no 8/16-bit storage there): every value an op
+    produces is masked (uint8) or sign-extended (int8, int16) back into the dtype's range."""
+    u8, i8, i16 = (WGSL.type_of(d) for d in (dt.uint8, dt.int8, dt.int16))
+    assert (u8.storage, u8.compute, u8.bits, u8.unsigned) == ("i32", "i32", 8, True)
+    assert (i16.storage, i16.bits, i16.unsigned) == ("i32", 16, False)
+    assert WGSL.wrap(u8, "x") == "(x & 255)"
+    assert WGSL.wrap(i8, "x") == "((x << 24u) >> 24u)"
+    assert WGSL.wrap(i16, "x") == "((x << 16u) >> 16u)"
+    assert WGSL.wrap(WGSL.type_of(dt.int32), "x") == "x"
+    assert "out[i] = ((v0 + v1) & 255);" in WGSL.binary_kernel(BinaryOp.ADD, dt.uint8).text
+    assert "out[i] = ((i32(v0) << 24u) >> 24u);" in WGSL.cast_kernel(dt.float32, dt.int8).text
+    # comparisons give bools, nothing to wrap
+    assert "& 255" not in WGSL.binary_kernel(BinaryOp.LT, dt.uint8).text
