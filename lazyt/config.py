@@ -35,8 +35,10 @@ SWITCHES = (
     Switch("LAZYT_DEBUG", "0",
            "1: the Fusion layer keeps where every op was recorded (for errors raised when it "
            "runs); 2: also print each generated kernel (fused blocks, WGSL / CUDA C++) when compiled"),
-    Switch("LAZYT_NUM_THREADS", "cores, at most 8",
-           "threads of the numpy backend's pool (fused blocks, row ops, large copies)"),
+    Switch("LAZYT_NUM_THREADS", "cores",
+           "threads of the numpy backend's pool (fused blocks, row ops, large copies); "
+           "unset, numba kernels use every core and numpy programs at most 8 (beyond, their "
+           "threads queue for the GIL between ufunc calls)"),
     Switch("LAZYT_CHECK_META", "0",
            "1: also call each custom op's metadata callback again when the op runs (its "
            "outputs' shapes and dtypes are always compared: `MetadataMismatchError`)"),
@@ -49,11 +51,27 @@ SWITCHES = (
     Switch("LAZYT_WGPU_POOL_MB", "8192",
            "MiB of freed wgpu buffers kept for reuse before more are released"),
     Switch("LAZYT_CACHE_DIR", "`$XDG_CACHE_HOME/lazyt` or `~/.cache/lazyt`",
-           "where compiled kernels are cached across processes (CUDA cubins under `cuda/`)"),
+           "where compiled kernels are cached across processes (CUDA cubins under `cuda/`, "
+           "numba kernels under `numba/`)"),
     Switch("LAZYT_CUDA_CACHE", "1",
            "0: compile every CUDA kernel with NVRTC instead of reading the disk cache"),
     Switch("LAZYT_CUDA_CUBLAS", "1",
            "0: the cuda backend multiplies with its own kernel instead of cuBLAS"),
+    Switch("LAZYT_NUMBA", "1",
+           "0: the numpy backend runs fused blocks and row ops with numpy ufuncs even when "
+           "numba is installed (the fallback's results, for comparison and debugging)"),
+    Switch("LAZYT_NUMBA_MIN", "65536",
+           "elements from which a fused block or row op runs as a compiled numba kernel "
+           "(smaller ones stay numpy programs: a kernel's first compile costs about a second)"),
+    Switch("LAZYT_DISTRIBUTED_TIMEOUT", "300",
+           "seconds a collective may wait for the other ranks before raising "
+           "`DistributedError` (`init_process_group(timeout=)` overrides it)"),
+    Switch("LAZYT_DISTRIBUTED_DEBUG", "0",
+           "1: every collective first all-gathers the ranks' shapes and dtypes and names a "
+           "mismatch"),
+    Switch("LAZYT_NCCL_ID_FILE", "",
+           "without MPI: the file where rank 0 writes the NCCL unique id and the other ranks "
+           "read it"),
     Switch("LAZYT_COMPILE", "1",
            "0: functions wrapped by `lazyt.compile` run as plain calls (no recording, no "
            "replay): for debugging"),
@@ -110,6 +128,17 @@ def num_threads() -> int:
     return n if n is not None else max(1, min(os.cpu_count() or 1, 8))
 
 
+def max_threads() -> int:
+    """`LAZYT_NUM_THREADS`, else the cores this process may run on (the pool's size)."""
+    n = _int("LAZYT_NUM_THREADS", 1)
+    if n is not None:
+        return n
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
+        return max(1, os.cpu_count() or 1)
+
+
 def check_meta() -> bool:
     """`LAZYT_CHECK_META`: validate custom ops' outputs against their metadata."""
     return _flag("LAZYT_CHECK_META", False)
@@ -144,6 +173,42 @@ def cache_dir() -> str:
 def cuda_cache() -> bool:
     """`LAZYT_CUDA_CACHE`: read and write the disk cache of CUDA kernels (default on)."""
     return _flag("LAZYT_CUDA_CACHE", True)
+
+
+def numba_enabled() -> bool:
+    """`LAZYT_NUMBA`: compile fused blocks and row ops with numba where installed."""
+    return _flag("LAZYT_NUMBA", True)
+
+
+def numba_min() -> int:
+    """`LAZYT_NUMBA_MIN`: elements from which numba kernels run (default 65536)."""
+    n = _int("LAZYT_NUMBA_MIN", 0)
+    return 1 << 16 if n is None else n
+
+
+def distributed_timeout() -> float | None:
+    """`LAZYT_DISTRIBUTED_TIMEOUT`: seconds a collective waits (None: the default)."""
+    raw = _raw("LAZYT_DISTRIBUTED_TIMEOUT")
+    if raw is None:
+        return None
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0:
+        raise ConfigError(f"LAZYT_DISTRIBUTED_TIMEOUT={raw!r}: expected a positive number "
+                          "of seconds")
+    return value
+
+
+def distributed_debug() -> bool:
+    """`LAZYT_DISTRIBUTED_DEBUG`: check shapes and dtypes across ranks first."""
+    return _flag("LAZYT_DISTRIBUTED_DEBUG", False)
+
+
+def nccl_id_file() -> str | None:
+    """`LAZYT_NCCL_ID_FILE`: where the NCCL unique id travels without MPI."""
+    return _raw("LAZYT_NCCL_ID_FILE") or None
 
 
 def compile_enabled() -> bool:

@@ -48,6 +48,11 @@ class CaptureError(LazytError, RuntimeError):
     random numbers, has data-dependent shapes, or records different ops for one signature."""
 
 
+class DistributedError(LazytError, RuntimeError):
+    """A collective across processes failed: a peer rank died or did not answer within the
+    timeout, ranks called mismatched collectives or shapes, or no process group is set up."""
+
+
 class MetadataMismatchError(LazytError, RuntimeError):
     """A custom op's real outputs disagree with what its metadata callback declared."""
 

@@ -11,6 +11,7 @@ import lazyt.errors as errors
 # class -> the built-ins it must derive from: torch's exception for the same mistake (most
 # bad shapes, dtypes and arguments are RuntimeError in torch), plus Python's own convention.
 BUILTIN_BASES = {
+    "DistributedError": (RuntimeError,),
     "ShapeError": (ValueError, RuntimeError),
     "InvalidArgumentError": (ValueError, RuntimeError),
     "DTypeError": (TypeError, RuntimeError),

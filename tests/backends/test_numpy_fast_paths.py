@@ -1,6 +1,10 @@
 """The numpy backend's fast paths: float32 erf, the row-block softmax, and the reductions,
 copies and batched matmuls split over the thread pool. Each must give what the plain numpy
-computation gives (the same bits where the same ops run in the same order)."""
+computation gives (the same bits where the same ops run in the same order).
+
+These are the numpy forms, what runs without numba: the module turns numba off
+(`LAZYT_NUMBA=0`); tests/backends/test_numba_kernels.py tests the numba kernels that replace
+some of them when numba is installed."""
 from __future__ import annotations
 
 import math
@@ -19,6 +23,11 @@ from lazyt.ops import ReduceOp
 
 B = NumpyBackend()
 RNG = np.random.default_rng(7)
+
+
+@pytest.fixture(autouse=True)
+def _numpy_forms_only(monkeypatch):
+    monkeypatch.setenv("LAZYT_NUMBA", "0")
 
 
 def _device(name: str):

@@ -1,5 +1,9 @@
 """The numpy fused-block executor against the generic op-by-op replay of the same block:
-small blocks, tiled blocks (several threads), broadcast and strided inputs, dtypes, in place."""
+small blocks, tiled blocks (several threads), broadcast and strided inputs, dtypes, in place.
+
+These test the numpy program, the fallback when numba is absent, so this module turns numba off
+(`LAZYT_NUMBA=0`): with it, large blocks run as numba kernels, whose float32 exp is an ulp away
+from numpy's (tests/backends/test_numba_kernels.py and test_fusion_fuzz_numba.py test those)."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,6 +16,12 @@ from lazyt.backends.numpy.fused import compile_block, run_block
 from lazyt.ops import BinaryOp as B, UnaryOp as U
 
 NB = NumpyBackend()
+
+
+@pytest.fixture(autouse=True)
+def _numpy_programs_only(monkeypatch):
+    monkeypatch.setenv("LAZYT_NUMBA", "0")
+
 f16, f32, f64, i32, boolean = lazyt.float16, lazyt.float32, lazyt.float64, lazyt.int32, \
     lazyt.bool_
 

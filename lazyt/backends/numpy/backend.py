@@ -12,6 +12,7 @@ from ... import shape as sh
 from ...dtype import DType
 from ...ops import BinaryOp, ReduceOp, UnaryOp, kernel
 from ..base import Backend
+from . import jit
 from .fused import run_block
 from .pool import TILE_BYTES, _nd_tiles, _threads, parallel_for
 from .ufuncs import (BINARY, REDUCE, UNARY, _DIVIDING, _DOMAIN_OPS, _as_array, _check_index,
@@ -172,6 +173,10 @@ class NumpyBackend(Backend):
             return super().softmax(x, dim)
         rows = np.ascontiguousarray(x).reshape(-1, n)
         out = np.empty(rows.shape, x.dtype)
+        kernels = jit.rows_for(x)
+        if kernels is not None:
+            jit.run_rows(kernels.softmax_rows, rows.shape[0], n, rows, out)
+            return out.reshape(x.shape)
 
         def work(lo, hi):
             r, o = rows[lo:hi], out[lo:hi]
@@ -250,6 +255,15 @@ class NumpyBackend(Backend):
         out = np.empty(rows.shape, x.dtype)
         axes = tuple(range(1, n_dims + 1))
         one = x.dtype.type(1)
+        kernels = jit.rows_for(x)
+        if kernels is not None:
+            empty = np.zeros(0, x.dtype)
+            w = empty if weight is None else np.ascontiguousarray(weight).reshape(-1)
+            b = empty if bias is None else np.ascontiguousarray(bias).reshape(-1)
+            r2, o2 = rows.reshape(-1, n), out.reshape(-1, n)
+            jit.run_rows(kernels.layer_norm_rows, r2.shape[0], n, r2, o2, w, b,
+                         x.dtype.type(eps))
+            return out.reshape(x.shape)
 
         def work(lo, hi):
             r, o = rows[lo:hi], out[lo:hi]

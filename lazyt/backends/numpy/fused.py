@@ -13,10 +13,11 @@ from collections import OrderedDict
 
 import numpy as np
 
-from ...config import debug_level
+from ...config import debug_level, numba_min
 from ...ops import BinaryOp, UnaryOp
 from ...shape import numel
 from ..fused import FusedBlock
+from . import jit
 from .pool import PARALLEL_MIN, TILE_BYTES, _get_pool, _nd_tiles, _quiet, _restore, _threads
 from .ufuncs import BINARY, UNARY, erf_f32_into, where_into
 
@@ -288,6 +289,8 @@ def run_block(block: FusedBlock, inputs: list, scalars: list) -> list:
         if outs[k] is None:
             outs[k] = np.empty(shape, d)
     n = numel(shape)
+    if n >= numba_min() and jit.available() and jit.try_run(block, inputs, scalars, outs):
+        return outs
     if n <= prog.tile_elems:
         regs = [np.empty(shape, d) for d in prog.reg_dtypes]
         consts = [np.zeros((), d) if s is None else sc[s] for d, s in prog.consts]

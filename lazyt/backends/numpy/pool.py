@@ -8,7 +8,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
-from ...config import num_threads
+from ...config import max_threads, num_threads
 from ...shape import numel
 
 #: Bytes of one register tile: 256K float32 elements. Smaller tiles keep registers in L1/L2 but
@@ -46,9 +46,10 @@ def _threads() -> int:
 
 
 def _get_pool():
-    """The pool of `LAZYT_NUM_THREADS - 1` workers (the caller is the last thread), made anew
-    when the setting changed since it was made; None for one thread."""
-    want = _threads() - 1
+    """The pool of `LAZYT_NUM_THREADS - 1` workers, else one per core but the caller's (the
+    caller is the last thread), made anew when the setting changed since it was made; None
+    for one thread. numpy programs use at most `_threads()` of them, numba kernels all."""
+    want = max_threads() - 1
     pool = _pool[0]
     if pool is None or pool._max_workers != want:
         with _pool_lock:
@@ -69,9 +70,10 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_reset_pool_after_fork)
 
 
-def parallel_for(work, n: int, grain: int) -> None:
+def parallel_for(work, n: int, grain: int, threads: int | None = None) -> None:
     """Run `work(lo, hi)` over `range(n)` in contiguous pieces of at least `grain` (work
-    items, e.g. rows), spread over the thread pool; floating-point warnings are off inside."""
+    items, e.g. rows), spread over at most `threads` (default `_threads()`) of the pool;
+    floating-point warnings are off inside."""
     def run(lo, hi):
         token = _quiet()
         try:
@@ -79,7 +81,7 @@ def parallel_for(work, n: int, grain: int) -> None:
         finally:
             _restore(token)
 
-    parts = min(_threads(), max(1, n // max(grain, 1)))
+    parts = min(threads or _threads(), max(1, n // max(grain, 1)))
     pool = _get_pool() if parts > 1 else None
     if pool is None:
         run(0, n)

@@ -1,0 +1,419 @@
+"""Compiled kernels for the numpy backend: fused blocks as numba loops.
+
+A `FusedBlock` of at least `LAZYT_NUMBA_MIN` elements becomes one numba function: one pass
+over memory, every op on registers, the work split over numba's threads (which run without
+the GIL), float32 transcendentals as SIMD polynomials (`jitmath`). The kernel is generated
+from the same SSA program the GPU renderers read; it is compiled once per block structure and
+broadcast pattern, kept in memory, and written with numba's own cache to
+`LAZYT_CACHE_DIR/numba/`, so a later process loads it instead of compiling (file names hash
+the source, numba's version and `jitmath`'s source: an edited kernel never runs stale).
+
+Results equal the numpy program's (`fused.run_block`) op for op, except the float32 `exp`,
+`tanh` and `sigmoid`, which are within 2 ulp of numpy's. Blocks with an op this module does
+not compile (float16, shifts, integer division, float-to-int casts, ...) stay numpy programs;
+so does everything when numba is absent or `LAZYT_NUMBA=0`.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+import time
+
+import numpy as np
+
+from ... import config
+from ...ops import BinaryOp, UnaryOp
+from ...config import max_threads
+from ..fused import FusedBlock
+from .pool import parallel_for
+
+U, B = UnaryOp, BinaryOp
+
+#: A compile slower than this prints one line on stderr (issue: latency is shown, not hidden).
+SLOW_COMPILE_S = 1.0
+
+#: Elements per piece of the thread pool's work (smaller blocks run on the calling thread).
+GRAIN = 1 << 16
+
+_lock = threading.RLock()
+_state: dict = {"numba": None, "tried": False}
+_kernels: dict = {}   # source hash -> numba dispatcher
+STATS = {"compiled": 0, "loaded": 0, "compile_s": 0.0, "runs": 0}
+
+_CTYPE = {"float32": "np.float32", "float64": "np.float64", "uint8": "np.uint8",
+          "int8": "np.int8", "int16": "np.int16", "int32": "np.int32", "int64": "np.int64",
+          "bool": "np.bool_"}
+_INTS = ("uint8", "int8", "int16", "int32", "int64")
+_FLOATS = ("float32", "float64")
+
+
+def _numba():
+    """The numba module, or None when it is not installed (looked up once)."""
+    if not _state["tried"]:
+        with _lock:
+            if not _state["tried"]:
+                try:
+                    import numba
+                except ImportError:
+                    numba = None
+                _state["numba"] = numba
+                _state["tried"] = True
+    return _state["numba"]
+
+
+def available() -> bool:
+    """Whether fused blocks may run as numba kernels now (installed and `LAZYT_NUMBA` on)."""
+    return config.numba_enabled() and _numba() is not None
+
+
+# ------------------------------------------------------------------------------ codegen
+def _unary(op, a: str, src: str, dst: str) -> str | None:
+    """The expression of `op(a)` for an operand of dtype `src` giving `dst`, or None."""
+    if op in (U.EXP, U.LOG, U.SQRT, U.RSQRT, U.TANH, U.SIGMOID, U.SIN, U.COS, U.ERF,
+              U.RECIPROCAL):
+        if src != dst or dst not in _FLOATS:
+            return None
+        c = _CTYPE[dst]
+        if op is U.SQRT:
+            return f"math.sqrt({a})"
+        if op is U.RSQRT:  # as numpy: sqrt, then divide
+            return f"fdiv({c}(1.0), math.sqrt({a}))"
+        if op is U.RECIPROCAL:
+            return f"fdiv({c}(1.0), {a})"
+        if dst != "float32":
+            return None  # numba's float64 transcendentals are scalar C calls: numpy is faster
+        if op is U.EXP:
+            return f"exp_f32({a})"
+        if op is U.TANH:
+            return f"tanh_f32({a})"
+        if op is U.SIGMOID:  # as the numpy backend: 0.5 + 0.5 tanh(x / 2)
+            return f"{c}(0.5) + {c}(0.5) * tanh_f32({a} * {c}(0.5))"
+        if op is U.ERF:
+            return f"erf_f32({a})"
+        return None  # log, sin, cos: scalar C calls in numba, SIMD in numpy
+    if op is U.NOT:
+        return f"not {a}" if src == "bool" else f"{a} == 0"
+    if src != dst or dst == "bool":
+        return None
+    c = _CTYPE[dst]
+    if op is U.NEG:
+        return f"-{a}"
+    if op is U.ABS:
+        return f"abs({a})"
+    if op is U.RELU:
+        return f"maximum({a}, {c}(0))"
+    if op is U.SIGN:
+        if dst in _FLOATS:  # numpy: sign(NaN) is NaN, sign(+-0) is 0
+            return f"({c}(1) if {a} > 0 else {c}(-1) if {a} < 0 else {a} * {c}(0))"
+        return f"({c}(1) if {a} > 0 else {c}(-1) if {a} < 0 else {c}(0))"
+    if op in (U.FLOOR, U.CEIL):
+        if dst not in _FLOATS:
+            return a
+        return f"np.{'floor' if op is U.FLOOR else 'ceil'}({a})"
+    return None
+
+
+_ARITH = {B.ADD: "+", B.SUB: "-", B.MUL: "*"}
+_CMP = {B.EQ: "==", B.NE: "!=", B.LT: "<", B.LE: "<=", B.GT: ">", B.GE: ">="}
+_BITS = {B.BITAND: "&", B.BITOR: "|", B.BITXOR: "^"}
+
+
+def _binary(op, a: str, b: str, da: str, db: str, dst: str) -> str | None:
+    """The expression of `a op b` (operand dtypes `da`, `db`) giving `dst`, or None."""
+    if op in _CMP:
+        return f"{a} {_CMP[op]} {b}" if dst == "bool" else None
+    if op is B.AND:
+        return f"({a} != 0) and ({b} != 0)" if dst == "bool" else None
+    if op is B.OR:
+        return f"({a} != 0) or ({b} != 0)" if dst == "bool" else None
+    if op in _BITS:
+        if da != db or (da not in _INTS and da != "bool") or dst != da:
+            return None
+        return f"{a} {_BITS[op]} {b}"
+    if "bool" in (da, db, dst):
+        return None
+    if op in _ARITH:
+        return f"{a} {_ARITH[op]} {b}"
+    if op is B.DIV:
+        if dst not in _FLOATS or da not in _FLOATS or db not in _FLOATS:
+            return None
+        c = _CTYPE["float64" if "float64" in (da, db) else "float32"]
+        return f"fdiv({c}({a}), {c}({b}))"
+    if op is B.MAXIMUM:
+        return f"maximum({a}, {b})" if da == db == dst else None
+    if op is B.MINIMUM:
+        return f"minimum({a}, {b})" if da == db == dst else None
+    return None  # pow (a scalar C call), floor_div, mod, shifts: numpy's integer rules; they stay numpy programs
+
+
+def _cast(a: str, src: str, dst: str) -> str | None:
+    if dst == "bool":
+        return f"{a} != 0"
+    if src in _FLOATS and dst not in _FLOATS:
+        return None  # NaN / out of range: numpy's result is platform behaviour
+    return f"{_CTYPE[dst]}({a})"
+
+
+def _operand_dtype(block: FusedBlock, ref) -> str:
+    if ref.kind == "in":
+        return block.inputs[ref.index][1].name
+    if ref.kind == "sc":
+        return block.scalars[ref.index].name
+    return block.instrs[ref.index].dtype.name
+
+
+def _body(block: FusedBlock) -> list | None:
+    """The kernel's per-element lines (`v{i} = ...`), or None if an op is not compiled."""
+    if any(d.name not in _CTYPE for _, d in block.inputs) or \
+            any(d.name not in _CTYPE for d in block.scalars):
+        return None
+    lines = []
+    for i, ins in enumerate(block.instrs):
+        dst = ins.dtype.name
+        if dst not in _CTYPE:
+            return None
+        args = [f"v{r.index}" if r.kind == "v" else f"a{r.index}" if r.kind == "in"
+                else f"s{r.index}" for r in ins.operands]
+        dts = [_operand_dtype(block, r) for r in ins.operands]
+        if ins.kind == "unary":
+            e = _unary(ins.op, args[0], dts[0], dst)
+        elif ins.kind == "binary":
+            e = _binary(ins.op, args[0], args[1], dts[0], dts[1], dst)
+        elif ins.kind == "where":
+            e = f"{args[1]} if {args[0]} else {args[2]}"
+            if not (dts[1] == dts[2] == dst):
+                e = f"{_CTYPE[dst]}({args[1]}) if {args[0]} else {_CTYPE[dst]}({args[2]})"
+        elif ins.kind == "cast":
+            e = _cast(args[0], dts[0], dst)
+        elif ins.kind == "full":
+            e = _cast(args[0], dts[0], dst) if dts[0] != dst else args[0]
+        else:
+            e = None
+        if e is None:
+            return None
+        # every value in its own dtype (numba widens integers to 64 bits, numpy wraps)
+        lines.append(f"v{i} = {_CTYPE[dst]}({e})  # {ins!r}")
+    return lines
+
+
+def _source(block: FusedBlock, body: list, present: tuple, ndim: int) -> str:
+    """The kernel over `ndim` collapsed dims; `present[j]` says which of them input j spans
+    (None: a scalar input). It runs the items [lo, hi) of its outer loop: the elements for
+    one dim, the rows (every dim but the last, flattened) for more; the thread pool hands
+    out the ranges."""
+    n_in, n_sc, n_out = len(block.inputs), len(block.scalars), len(block.outputs)
+    dims = [f"n{k}" for k in range(ndim)]
+    params = ([f"x{j}" for j in range(n_in)] + [f"s{k}" for k in range(n_sc)] +
+              [f"o{k}" for k in range(n_out)] + dims + ["lo", "hi"])
+    t = [f"t{k}" for k in range(ndim)]
+    lines = [f"def kernel({', '.join(params)}):"]
+    if ndim == 1:
+        lines.append("    for t0 in range(lo, hi):")
+        ind = "        "
+    else:  # a vector loop over the last dim inside a loop over the rows
+        lines += ["    for q in range(lo, hi):", "        r = q"]
+        for k in range(ndim - 2, -1, -1):
+            lines.append(f"        {t[k]} = r % n{k}" if k else f"        {t[k]} = r")
+            if k:
+                lines.append(f"        r = r // n{k}")
+        lines.append(f"        for {t[-1]} in range(n{ndim - 1}):")
+        ind = "            "
+    for j, p in enumerate(present):
+        if p is None:
+            lines.append(f"{ind}a{j} = x{j}")
+        else:
+            idx = ", ".join(t[k] for k in range(ndim) if p[k])
+            lines.append(f"{ind}a{j} = x{j}[{idx}]")
+    lines += [ind + ln for ln in body]
+    for k, v in enumerate(block.outputs):
+        lines.append(f"{ind}o{k}[{', '.join(t)}] = v{v}")
+    return "\n".join(lines) + "\n"
+
+
+_HEADER = '''# generated by lazyt: one fused elementwise block as a numba kernel
+import math
+import numpy as np
+from lazyt.backends.numpy.jitmath import exp_f32, tanh_f32, erf_f32, fdiv, maximum, minimum
+
+'''
+
+
+def _stamp() -> str:
+    """What a cached kernel depends on besides its own source."""
+    stamp = _state.get("stamp")
+    if stamp is None:
+        import numba
+        from . import jitmath
+        with open(jitmath.__file__, "rb") as f:
+            h = hashlib.sha256(f.read())
+        h.update(numba.__version__.encode())
+        h.update(sys.version.encode())
+        stamp = _state["stamp"] = h.hexdigest()[:16]
+    return stamp
+
+
+def _cache_folder() -> str | None:
+    folder = os.path.join(config.cache_dir(), "numba")
+    try:
+        os.makedirs(folder, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
+def _dispatcher(source: str):
+    """The compiled kernel of `source`: from memory, else from the disk cache (a module file
+    numba caches beside), else compiled now."""
+    key = hashlib.sha256((_stamp() + source).encode()).hexdigest()[:24]
+    fn = _kernels.get(key)
+    if fn is not None:
+        return fn
+    with _lock:
+        fn = _kernels.get(key)
+        if fn is not None:
+            return fn
+        from numba import njit
+        code = _HEADER + source
+        folder = _cache_folder()
+        name = f"lazyt_kernel_{key}"
+        if folder is not None:
+            path = os.path.join(folder, name + ".py")
+            if not os.path.exists(path):
+                tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+                with open(tmp, "w") as f:
+                    f.write(code)
+                os.replace(tmp, path)  # atomic: another process never reads half a file
+            spec = importlib.util.spec_from_file_location(name, path)
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module  # numba's disk cache imports it by name
+            spec.loader.exec_module(module)
+            py = module.kernel
+        else:
+            ns: dict = {}
+            exec(compile(code, f"<{name}>", "exec"), ns)
+            py = ns["kernel"]
+        # nogil: lazyt's pool runs the pieces; error_model "python" keeps the loops free of
+        # numpy-mode error bookkeeping (divisions go through `fdiv`, which never raises)
+        fn = njit(nogil=True, cache=folder is not None, error_model="python")(py)
+        fn.lazyt_source = code
+        _kernels[key] = fn
+    if config.debug_level() >= 2:
+        print(code, flush=True)
+    return fn
+
+
+def _plan(block: FusedBlock, shapes: tuple):
+    """(kernel source, group sizes, per-input group shapes or None) for inputs of `shapes`,
+    cached on the block; None when the block is not compiled."""
+    cache = block.cache.setdefault("numba_plans", {})
+    plan = cache.get(shapes, False)
+    if plan is not False:
+        return plan
+    body = block.cache.get("numba_body", False)
+    if body is False:
+        body = block.cache["numba_body"] = _body(block)
+    plan = None
+    if body is not None:
+        shape = block.shape
+        d = len(shape)
+        padded = [(1,) * (d - len(s)) + tuple(s) for s in shapes]
+        sizes: list = []
+        pats: list = []
+        for k in range(d):
+            if shape[k] == 1:
+                continue
+            pat = tuple(p[k] != 1 for p in padded)
+            if pats and pats[-1] == pat:
+                sizes[-1] *= shape[k]
+            else:
+                sizes.append(shape[k])
+                pats.append(pat)
+        if sizes:
+            g = len(sizes)
+            present = []
+            in_shapes = []
+            for j in range(len(shapes)):
+                p = tuple(pats[k][j] for k in range(g))
+                if any(p):
+                    present.append(p)
+                    in_shapes.append(tuple(sizes[k] for k in range(g) if p[k]))
+                else:
+                    present.append(None)
+                    in_shapes.append(None)
+            plan = (_source(block, body, tuple(present), g), tuple(sizes), tuple(in_shapes))
+    cache[shapes] = plan
+    return plan
+
+
+def try_run(block: FusedBlock, inputs: list, scalars: list, outs: list) -> bool:
+    """Run `block` as a numba kernel into `outs` (arrays of the block's shape); False (and
+    nothing written) when this block is not compiled."""
+    plan = _plan(block, tuple(np.shape(x) for x in inputs))
+    if plan is None:
+        return False
+    source, sizes, in_shapes = plan
+    fn = _dispatcher(source)
+    args = []
+    for x, s in zip(inputs, in_shapes):
+        x = np.asarray(x)
+        if s is None:
+            args.append(x.reshape(-1)[0])
+        else:
+            args.append(np.ascontiguousarray(x).reshape(s))
+    args += [d.np.type(v) for d, v in zip(block.scalars, scalars)]
+    args += [o.reshape(sizes) for o in outs]
+    args += sizes
+    items = sizes[0] if len(sizes) == 1 else int(np.prod(sizes[:-1]))
+    per_item = 1 if len(sizes) == 1 else sizes[-1]
+    if not fn.signatures:  # the first call compiles (or loads from the disk cache)
+        t0 = time.perf_counter()
+        fn(*args, 0, 0)
+        dt = time.perf_counter() - t0
+        loaded = bool(fn.stats.cache_hits)
+        STATS["loaded" if loaded else "compiled"] += 1
+        STATS["compile_s"] += dt
+        if dt > SLOW_COMPILE_S and not loaded:
+            print(f"lazyt: compiled a numba kernel for a fused block of {len(block.instrs)} "
+                  f"ops in {dt:.1f} s (kept in {config.cache_dir()}/numba for later runs)",
+                  file=sys.stderr, flush=True)
+    parallel_for(lambda lo, hi: fn(*args, lo, hi), items, max(1, GRAIN // per_item),
+                 max_threads())
+    STATS["runs"] += 1
+    return True
+
+
+# ------------------------------------------------------------------------------ row kernels
+def rows_for(x: np.ndarray):
+    """The row-kernel module (`jitrows`) when `x` should use it: float32, at least
+    `LAZYT_NUMBA_MIN` elements, numba available; else None."""
+    if x.dtype != np.float32 or x.size < config.numba_min() or not available():
+        return None
+    module = _state.get("rows")
+    if module is None:
+        with _lock:
+            module = _state.get("rows")
+            if module is None:
+                t0 = time.perf_counter()
+                from . import jitrows
+                module = _state["rows"] = jitrows
+                STATS["compile_s"] += time.perf_counter() - t0
+    return module
+
+
+def run_rows(kernel, n_rows: int, row_len: int, *args) -> None:
+    """`kernel(*args, lo, hi)` over the rows, in pieces of about GRAIN elements spread over
+    the thread pool (the first call of a kernel compiles it, or loads numba's cache)."""
+    if not kernel.signatures:
+        t0 = time.perf_counter()
+        kernel(*args, 0, 0)
+        dt = time.perf_counter() - t0
+        STATS["compile_s"] += dt
+        if dt > SLOW_COMPILE_S:
+            print(f"lazyt: compiled the numba row kernel {kernel.__name__} in {dt:.1f} s "
+                  "(numba caches it for later runs)", file=sys.stderr, flush=True)
+    parallel_for(lambda lo, hi: kernel(*args, lo, hi), n_rows,
+                 max(1, GRAIN // max(row_len, 1)), max_threads())
+    STATS["runs"] += 1
