@@ -347,6 +347,26 @@ class Tensor(DispatchTensor):
         _capture.saw(self)
         self._grad = None
 
+    def register_post_accumulate_grad_hook(self, hook) -> "RemovableHandle":
+        """Call `hook(self)` in every backward pass as soon as this leaf's gradient of the pass
+        is final and added into `self.grad`, while the rest of the graph is still being
+        differentiated (torch's hook of that name; `DistributedDataParallel` starts its
+        gradient all-reduces this way). Only leaves that require grad have one. Returns a
+        handle whose `remove()` unregisters the hook."""
+        if self.device.backend.leaf_id(self.primitive) is None:
+            raise GradError(f"register_post_accumulate_grad_hook: only a leaf tensor that "
+                            f"requires grad has an accumulated gradient (shape {self.shape})")
+        if not callable(hook):
+            raise InvalidArgumentError(f"register_post_accumulate_grad_hook: expected a "
+                                       f"callable, got {type(hook).__name__}")
+        entry = _HOOKS.get(id(self))
+        if entry is None:
+            key = id(self)
+            entry = _HOOKS[key] = []
+            weakref.finalize(self, _HOOKS.pop, key, None)
+        entry.append(hook)
+        return RemovableHandle(entry, hook)
+
     def _grad_in(self, grads) -> "Tensor | None":
         """This leaf's gradient in one backward pass's `grads` (None when it has none);
         `Gradients.get(tensor)` and `grads[tensor]` call this."""
@@ -504,19 +524,82 @@ _register_leaf = _inplace.register_leaf
 
 
 def _accumulate(grads) -> None:
-    """Add each leaf's gradient of one backward pass into its `.grad` (torch's flow)."""
+    """Add each leaf's gradient of one backward pass into its `.grad` (torch's flow), except
+    those a gradient-ready hook already added during the pass."""
     from .autodiff import no_grad
     items = grads.leaf_items() if hasattr(grads, "leaf_items") else ()
+    done = getattr(grads, "accumulated", ())
     with no_grad():
         for nid, g in items:
+            if nid in done:
+                continue
             t = _LEAVES.get(nid)
             if t is None or t.device.backend.leaf_id(t.primitive) != nid:
                 continue   # dropped, or rebound to another leaf since
-            _capture.saw(t)
-            old = getattr(t, "_grad", None)
-            if old is not None and old.device is t.device:
-                g = F.binary(_B.ADD, old, Tensor(g, t.device)).primitive
-            t._grad = AccumulatedGrad.of(t, g, t.device)
+            _accumulate_one(t, g)
+
+
+def _accumulate_one(t: Tensor, g) -> None:
+    """`t.grad += g` (the primitive `g` of t's device), or `t.grad = g` when t has none."""
+    _capture.saw(t)
+    old = getattr(t, "_grad", None)
+    if old is not None and old.device is t.device:
+        g = F.binary(_B.ADD, old, Tensor(g, t.device)).primitive
+    t._grad = AccumulatedGrad.of(t, g, t.device)
+
+
+#: Gradient hooks by id of their leaf tensor (an entry leaves with its tensor).
+_HOOKS: dict[int, list] = {}
+
+
+class RemovableHandle:
+    """What `register_post_accumulate_grad_hook` returns: `remove()` unregisters the hook."""
+
+    __slots__ = ("_entry", "_hook")
+
+    def __init__(self, entry: list, hook):
+        self._entry, self._hook = entry, hook
+
+    def remove(self) -> None:
+        if self._hook in self._entry:
+            self._entry.remove(self._hook)
+
+
+class _LeafHooks:
+    """The autodiff layer's gradient-ready listener (`lazyt/autodiff/hooks.py`): maps a leaf
+    node to its tensor, adds the pass's gradient into `.grad` early and runs the hooks."""
+
+    @staticmethod
+    def active() -> bool:
+        return any(_HOOKS.values())
+
+    @staticmethod
+    def wants(node_id) -> bool:
+        t = _LEAVES.get(node_id)
+        return t is not None and bool(_HOOKS.get(id(t)))
+
+    @staticmethod
+    def ready(node_id, grads) -> None:
+        t = _LEAVES.get(node_id)
+        if t is None or t.device.backend.leaf_id(t.primitive) != node_id:
+            return
+        hooks = _HOOKS.get(id(t))
+        if not hooks:
+            return
+        from .autodiff import no_grad
+        with no_grad():
+            _accumulate_one(t, grads.get(node_id))
+            grads.accumulated.add(node_id)
+            for hook in list(hooks):
+                hook(t)
+
+
+def _install_grad_hooks() -> None:
+    from .autodiff import hooks
+    hooks.install(_LeafHooks())
+
+
+_install_grad_hooks()
 
 
 def _install_methods() -> None:

@@ -16,11 +16,14 @@ class Gradients:
     backend), so they can be used with that backend directly.
     """
 
-    __slots__ = ("_grads", "_nodes")
+    __slots__ = ("_grads", "_nodes", "accumulated")
 
     def __init__(self, nodes: dict[NodeId, Node] | None = None):
         self._grads: dict[NodeId, Any] = {}
         self._nodes: dict[NodeId, Node] = nodes if nodes is not None else {}
+        #: leaves whose gradient was already added into their `.grad` during the pass (by a
+        #: gradient-ready hook, `lazyt/autodiff/hooks.py`); the end of backward skips them
+        self.accumulated: set[NodeId] = set()
 
     @staticmethod
     def _id(node: Node | NodeId) -> NodeId:
@@ -74,6 +77,10 @@ class Gradients:
     def leaf_items(self) -> list:
         """(node id, gradient) of every gradient still held (after backward: the leaves')."""
         return list(self._grads.items())
+
+    def replace(self, node: Node | NodeId, grad: Any) -> None:
+        """Set the gradient of `node` to `grad` (e.g. a gradient averaged over processes)."""
+        self._grads[self._id(node)] = grad
 
     def remove(self, node: Node | NodeId) -> Any | None:
         """Remove and return the gradient of `node` (None when it has none)."""

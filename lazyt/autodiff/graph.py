@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import GradError
+from . import hooks
 from .checkpoint import Checkpointer
 from .grads import Gradients
 from .node import Node, Requirement
@@ -46,20 +47,14 @@ def run_backward(root: Node, seed: Any) -> Gradients:
     checkpointer = Checkpointer()
     for node in steps:
         checkpointer.add_step(node.step.checkpoints)
+    ready = hooks.ready_schedule(steps, nodes)   # None unless a gradient hook is registered
     try:
-        for node in steps:
-            step = node.step
-            parents = node.parents
-            node.clear()
-            if node.id in grads:
-                # an intermediate marked with require_grad() keeps its gradient
-                kept = grads.get(node) if node.requirement is Requirement.GRAD else None
-                step.backward.backward(Ops(parents, node, step.state, node.backend), grads,
-                                       checkpointer)
-                grads.remove(node)  # in case the step did not consume it
-                if kept is not None:
-                    grads.register(node, kept)
-            del step, parents
+        if ready is None:
+            _run_steps(steps, grads, checkpointer, None)
+        else:
+            with hooks.running(grads):
+                hooks.fire(ready.get(-1, ()), grads)
+                _run_steps(steps, grads, checkpointer, ready)
     finally:
         checkpointer.clear()
         for node in steps:  # an error midway still frees the graph
@@ -67,3 +62,23 @@ def run_backward(root: Node, seed: Any) -> Gradients:
                 node.clear()
         grads._nodes = {}
     return grads
+
+
+def _run_steps(steps: list, grads: Gradients, checkpointer: Checkpointer,
+               ready: dict | None) -> None:
+    """Run each node's backward step; after step i, tell the hooks which leaves are final."""
+    for i, node in enumerate(steps):
+        step = node.step
+        parents = node.parents
+        node.clear()
+        if node.id in grads:
+            # an intermediate marked with require_grad() keeps its gradient
+            kept = grads.get(node) if node.requirement is Requirement.GRAD else None
+            step.backward.backward(Ops(parents, node, step.state, node.backend), grads,
+                                   checkpointer)
+            grads.remove(node)  # in case the step did not consume it
+            if kept is not None:
+                grads.register(node, kept)
+        del step, parents
+        if ready is not None and i in ready:
+            hooks.fire(ready[i], grads)

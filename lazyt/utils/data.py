@@ -39,7 +39,8 @@ from ..tensor import Tensor
 __all__ = [
     "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split",
     "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
-    "WeightedRandomSampler", "BatchSampler", "default_collate", "default_convert",
+    "WeightedRandomSampler", "DistributedSampler", "BatchSampler", "default_collate",
+    "default_convert",
     "DataLoader", "get_worker_info", "WorkerInfo", "WorkerError",
 ]
 
@@ -360,6 +361,70 @@ class WeightedRandomSampler(Sampler):
 
     def __len__(self) -> int:
         return self.num_samples
+
+
+class DistributedSampler(Sampler):
+    """This rank's share of the indices (torch's `DistributedSampler`): every
+    `num_replicas`-th index of one order, starting at `rank`. With `shuffle` the order is a
+    permutation drawn from `seed + epoch` (the same on every rank; call `set_epoch` each
+    epoch); without `drop_last` the order is padded by repeating its start so every rank gets
+    `ceil(n / num_replicas)` indices, with it the tail is dropped. `num_replicas` and `rank`
+    default to the process group's."""
+
+    def __init__(self, dataset, num_replicas: int | None = None, rank: int | None = None,
+                 shuffle: bool = True, seed: int = 0, drop_last: bool = False):
+        if num_replicas is None or rank is None:
+            from .. import distributed as dist
+            if not dist.is_initialized():
+                raise InvalidArgumentError("DistributedSampler: no process group; call "
+                                           "lazyt.distributed.init_process_group() first or "
+                                           "pass num_replicas= and rank=")
+            num_replicas = dist.get_world_size() if num_replicas is None else num_replicas
+            rank = dist.get_rank() if rank is None else rank
+        if not _is_int(num_replicas) or num_replicas < 1:
+            raise InvalidArgumentError(f"DistributedSampler: num_replicas must be a positive "
+                                       f"int, got {num_replicas!r}")
+        if not _is_int(rank) or not 0 <= rank < num_replicas:
+            raise InvalidArgumentError(f"DistributedSampler: invalid rank {rank!r}, rank "
+                                       f"should be in the interval [0, {num_replicas - 1}]")
+        if not _is_int(seed):
+            raise InvalidArgumentError(f"DistributedSampler: seed must be an int, got {seed!r}")
+        self.dataset = dataset
+        self.num_replicas = int(num_replicas)
+        self.rank = int(rank)
+        self.shuffle = bool(shuffle)
+        self.seed = int(seed)
+        self.drop_last = bool(drop_last)
+        self.epoch = 0
+        n = _length(dataset, "DistributedSampler", "splitting")
+        if self.drop_last and n % self.num_replicas:
+            self.num_samples = n // self.num_replicas
+        else:
+            self.num_samples = -(-n // self.num_replicas)
+        self.total_size = self.num_samples * self.num_replicas
+
+    def __iter__(self) -> Iterator[int]:
+        n = _length(self.dataset, "DistributedSampler", "splitting")
+        if self.shuffle:
+            rng = np.random.default_rng((self.seed + self.epoch) % (1 << 64))
+            order = rng.permutation(n).tolist()
+        else:
+            order = list(range(n))
+        if self.drop_last:
+            order = order[:self.total_size]
+        else:
+            pad = self.total_size - len(order)
+            while pad > 0 and order:
+                order += order[:pad]
+                pad = self.total_size - len(order)
+        return iter(order[self.rank:self.total_size:self.num_replicas])
+
+    def __len__(self) -> int:
+        return self.num_samples
+
+    def set_epoch(self, epoch: int) -> None:
+        """Draw the next epoch's order from `seed + epoch` (the same on every rank)."""
+        self.epoch = int(epoch)
 
 
 def _check_batch_size(op: str, batch_size) -> int:

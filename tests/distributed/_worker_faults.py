@@ -1,0 +1,69 @@
+"""Faults under `mpiexec -n 2` (test_mpi.py): a rank that exits, tensors of mismatched shapes.
+Each case prints `RAISED <class> after <s> s: <message>` on the rank that saw the error."""
+import os
+import sys
+import time
+
+import lazyt
+import lazyt.distributed as dist
+from lazyt.errors import DistributedError
+
+
+def report(e, start):
+    print(f"RAISED {type(e).__name__} after {time.monotonic() - start:.1f} s: {e}", flush=True)
+
+
+def main():
+    case, timeout = sys.argv[1], float(sys.argv[2])
+    dist.init_process_group("mpi", timeout=timeout, debug=(case == "shape"))
+    r = dist.get_rank()
+    dist.barrier()
+    if case == "exit":               # rank 1 dies; rank 0's all_reduce must not hang
+        if r == 1:
+            os._exit(0)
+        time.sleep(0.5)
+        start = time.monotonic()
+        try:
+            dist.all_reduce(lazyt.ones(4))
+        except DistributedError as e:
+            report(e, start)
+            try:                     # the group is unusable from now on, and says so
+                dist.barrier()
+            except DistributedError as e2:
+                print(f"THEN {e2}", flush=True)
+            return                   # at exit the job is aborted, not finalized
+        print("NOT RAISED", flush=True)
+    elif case == "exit-ddp":         # the same inside a lazily recorded DDP all-reduce
+        from lazyt import nn
+        from lazyt.nn.parallel import DistributedDataParallel
+        model = DistributedDataParallel(nn.Linear(4, 2))
+        if r == 1:
+            os._exit(0)
+        start = time.monotonic()
+        try:
+            model(lazyt.randn(3, 4)).sum().backward()
+            [p.grad.numpy() for p in model.parameters()]
+        except DistributedError as e:
+            report(e, start)
+            return
+        print("NOT RAISED", flush=True)
+    elif case == "shape":            # debug mode names both ranks' shapes
+        start = time.monotonic()
+        try:
+            dist.all_reduce(lazyt.ones(3 + r, 2))
+        except DistributedError as e:
+            report(e, start)
+        dist.barrier()               # the group is still usable after a caught mismatch
+        print(f"rank {r}: barrier after the mismatch", flush=True)
+        dist.destroy_process_group()
+    elif case == "crash":            # rank 1 dies of an exception: the job ends at once
+        if r == 1:
+            print(1 / 0)
+        dist.barrier()
+        print("NOT ABORTED", flush=True)
+    else:
+        raise SystemExit(f"unknown case {case}")
+
+
+if __name__ == "__main__":
+    main()
