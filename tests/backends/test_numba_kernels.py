@@ -247,6 +247,20 @@ def test_row_kernels_skip_other_dtypes(every_block):
     assert jit.STATS["runs"] == before
 
 
+def test_without_numba_installed_blocks_run_as_numpy_programs(monkeypatch):
+    """What a machine without numba runs (the module's import failed): numpy programs, the
+    same values within an ulp of the transcendentals."""
+    monkeypatch.setenv("LAZYT_NUMBA_MIN", "0")
+    x = lazyt.tensor(np.linspace(-3, 3, 5000, dtype=np.float32), device=CPU)
+    with_numba = ((x * 1.5).tanh() + x.sigmoid()).numpy()
+    monkeypatch.setattr(jit, "_state", {"numba": None, "tried": True})
+    assert not jit.available()
+    before = jit.STATS["runs"]
+    without = ((x * 1.5).tanh() + x.sigmoid()).numpy()
+    assert jit.STATS["runs"] == before
+    np.testing.assert_allclose(without, with_numba, rtol=4e-7, atol=1e-7)
+
+
 _CHILD = r"""
 import numpy as np, lazyt
 from lazyt.backends.numpy import NumpyBackend, jit
