@@ -4,8 +4,9 @@ thread counts, to see where numpy's sgemm falls behind and which setting closes 
 Shapes: the three linear layers of MiniLM b32 s128 (4096x384 @ 384x384, @ 384x1536,
 4096x1536 @ 1536x384) and attention's batched 128x32 @ 32x128 over 384 heads. For each
 thread count (threadpoolctl limits both libraries' BLAS pools; torch also gets
-`set_num_threads`), one JSON line per shape: numpy ms, torch ms, ratio. The BLAS libraries
-found (threadpoolctl.threadpool_info) are printed first.
+`set_num_threads`), one JSON line per shape: numpy ms, torch ms, ratio, each library timed
+on its own (their idle threads spin after a call and slow whatever runs next). The BLAS
+libraries found (threadpoolctl.threadpool_info) are printed first.
 
     python benchmarks/gemm_cpu.py [--threads 1 2 4 8 16] [--runs 9]
 """
@@ -15,12 +16,13 @@ import argparse
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import interleaved_ms, torch_or_none  # noqa: E402
+from common import median_ms, torch_or_none  # noqa: E402
 
 SHAPES = {
     "qkv_out 4096x384x384": ((4096, 384), (384, 384)),
@@ -52,11 +54,16 @@ def main(argv=None) -> int:
             for name, (sa, sb) in SHAPES.items():
                 a = rng.standard_normal(sa).astype(np.float32)
                 b = rng.standard_normal(sb).astype(np.float32)
-                fns = {"numpy": lambda a=a, b=b: np.matmul(a, b)}
+                # each library's runs back to back, then a pause: the idle threads of one
+                # (OpenBLAS's, OpenMP's) spin for a while after a call and would slow the other
+                t = {"numpy": median_ms(lambda a=a, b=b: np.matmul(a, b), warmup=2,
+                                        runs=args.runs)}
                 if torch is not None:
+                    time.sleep(0.5)
                     ta, tb = torch.from_numpy(a), torch.from_numpy(b)
-                    fns["torch"] = lambda ta=ta, tb=tb: torch.matmul(ta, tb)
-                t = interleaved_ms(fns, warmup=2, runs=args.runs)
+                    t["torch"] = median_ms(lambda: torch.matmul(ta, tb), warmup=2,
+                                           runs=args.runs)
+                    time.sleep(0.5)
                 flops = 2 * np.prod(sa) * sb[-1]
                 row = {"bench": "gemm_cpu", "name": name, "threads": n,
                        "numpy_ms": round(t["numpy"], 3),

@@ -36,7 +36,8 @@ SWITCHES = (
            "1: the Fusion layer keeps where every op was recorded (for errors raised when it "
            "runs); 2: also print each generated kernel (fused blocks, WGSL / CUDA C++) when compiled"),
     Switch("LAZYT_NUM_THREADS", "cores",
-           "threads of the numpy backend's pool (fused blocks, row ops, large copies); "
+           "threads of the numpy backend's pool (fused blocks, row ops, large copies) and of "
+           "BLAS (through threadpoolctl); "
            "unset, numba kernels use every core and numpy programs at most 8 (beyond, their "
            "threads queue for the GIL between ufunc calls)"),
     Switch("LAZYT_CHECK_META", "0",

@@ -77,3 +77,23 @@ def test_thread_pool_follows_num_threads(monkeypatch):
     assert numpy_pool._get_pool() is None
     x = lazyt.arange(1 << 19, dtype=lazyt.float32)
     assert float((x * 2 + 1).sum().item()) == pytest.approx(float((1 << 19) ** 2), rel=1e-5)
+
+
+def test_num_threads_also_sizes_blas(monkeypatch):
+    """One thread budget: `LAZYT_NUM_THREADS` sizes BLAS's pool too (through threadpoolctl)."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    from lazyt.backends.numpy import pool as numpy_pool
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpoolctl.threadpool_info()
+                if i["user_api"] == "blas"}
+
+    monkeypatch.setenv("LAZYT_NUM_THREADS", "1")
+    numpy_pool._get_pool()
+    assert blas_threads() == {1}
+    monkeypatch.setenv("LAZYT_NUM_THREADS", "2")
+    numpy_pool._get_pool()
+    assert blas_threads() == {2}
+    monkeypatch.delenv("LAZYT_NUM_THREADS")
+    numpy_pool._get_pool()
+    assert blas_threads() == {lazyt.config.max_threads()}

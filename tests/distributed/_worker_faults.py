@@ -9,8 +9,19 @@ import lazyt.distributed as dist
 from lazyt.errors import DistributedError
 
 
+def say(line):
+    """Print `line` and, with a third argument, also append it to that file: an MPI_Abort at
+    exit may end the launcher before it relays the last output of the rank."""
+    print(line, flush=True)
+    if len(sys.argv) > 3:
+        with open(sys.argv[3], "a") as f:
+            f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+
 def report(e, start):
-    print(f"RAISED {type(e).__name__} after {time.monotonic() - start:.1f} s: {e}", flush=True)
+    say(f"RAISED {type(e).__name__} after {time.monotonic() - start:.1f} s: {e}")
 
 
 def main():
@@ -30,9 +41,9 @@ def main():
             try:                     # the group is unusable from now on, and says so
                 dist.barrier()
             except DistributedError as e2:
-                print(f"THEN {e2}", flush=True)
+                say(f"THEN {e2}")
             return                   # at exit the job is aborted, not finalized
-        print("NOT RAISED", flush=True)
+        say("NOT RAISED")
     elif case == "exit-ddp":         # the same inside a lazily recorded DDP all-reduce
         from lazyt import nn
         from lazyt.nn.parallel import DistributedDataParallel
@@ -46,7 +57,7 @@ def main():
         except DistributedError as e:
             report(e, start)
             return
-        print("NOT RAISED", flush=True)
+        say("NOT RAISED")
     elif case == "shape":            # debug mode names both ranks' shapes
         start = time.monotonic()
         try:

@@ -74,10 +74,12 @@ def test_a_rank_that_crashes_ends_the_job_at_once():
 
 
 @pytest.mark.parametrize("case", ["exit", "exit-ddp"])
-def test_a_rank_that_exits_raises_within_the_timeout(case):
+def test_a_rank_that_exits_raises_within_the_timeout(case, tmp_path):
     timeout = 3.0
-    proc = run_ranks(2, "_worker_faults.py", case, str(timeout), timeout=60)
-    out = output(proc)
+    said = tmp_path / "said.txt"
+    proc = run_ranks(2, "_worker_faults.py", case, str(timeout), str(said), timeout=60)
+    # the rank's own record of what it raised, beside what the launcher relayed
+    out = (said.read_text() if said.exists() else "") + output(proc)
     assert "RAISED" in out and "DistributedError" in out, out
     assert "NOT RAISED" not in out
     after = float(out.split("RAISED ")[1].split(" after ")[1].split(" s:")[0])

@@ -45,11 +45,28 @@ def _threads() -> int:
     return num_threads()
 
 
+_blas_threads: list = [None]
+
+
+def _limit_blas(n: int) -> None:
+    """Size BLAS's own pool like lazyt's (threadpoolctl, where installed), so that a
+    `LAZYT_NUM_THREADS` budget holds for matmuls too."""
+    if _blas_threads[0] == n:
+        return
+    _blas_threads[0] = n
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    threadpool_limits(limits=n, user_api="blas")
+
+
 def _get_pool():
     """The pool of `LAZYT_NUM_THREADS - 1` workers, else one per core but the caller's (the
     caller is the last thread), made anew when the setting changed since it was made; None
     for one thread. numpy programs use at most `_threads()` of them, numba kernels all."""
     want = max_threads() - 1
+    _limit_blas(want + 1)
     pool = _pool[0]
     if pool is None or pool._max_workers != want:
         with _pool_lock:
