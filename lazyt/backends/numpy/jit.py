@@ -36,7 +36,7 @@ U, B = UnaryOp, BinaryOp
 SLOW_COMPILE_S = 1.0
 
 #: Elements per piece of the thread pool's work (smaller blocks run on the calling thread).
-GRAIN = 1 << 16
+GRAIN = 1 << 18
 
 _lock = threading.RLock()
 _state: dict = {"numba": None, "tried": False}
