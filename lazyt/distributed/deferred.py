@@ -22,7 +22,11 @@ from .group import ReduceOp, current
 NAME = "all_reduce_bucket"
 
 
-def _same_shape(x, op):
+def _same_shape(x, op, overlap):
+    return x
+
+
+def _join_shape(x):
     return x
 
 
@@ -31,11 +35,14 @@ class Collectives(lazyt.Backend):
     """The lazily recorded collectives of `lazyt.distributed`."""
 
     @fusion(dtype="x", shape=_same_shape)
-    def distributed_all_reduce(x, op): ...
+    def distributed_all_reduce(x, op, overlap): ...
+
+    @fusion(dtype="x", shape=_join_shape)
+    def distributed_join(x): ...
 
 
 @Collectives.implement(Numpy)
-def distributed_all_reduce(x, op):
+def distributed_all_reduce(x, op, overlap):
     group = current(NAME)
     x = np.asarray(x)
     if group.debug:
@@ -47,20 +54,49 @@ def distributed_all_reduce(x, op):
 
 
 @Collectives.implement(Cube, name="distributed_all_reduce")
-def distributed_all_reduce_cube(x, op):
+def distributed_all_reduce_cube(x, op, overlap):
     group = current(NAME)
     if group.debug:
         group.check_meta(NAME, x.shape, x.dtype.name)
     if group.backend == "nccl":
+        if overlap:
+            return group.all_reduce_overlapped(x, ReduceOp(op), NAME)
         return group.all_reduce(x, ReduceOp(op), NAME).stream_result()
     backend = x.client.backend          # MPI on a GPU tensor: through a host copy
     host = group.all_reduce(backend.to_numpy(x), ReduceOp(op), NAME).wait()
     return backend.from_numpy(host if host.flags.c_contiguous else np.array(host, order="C"))
 
 
-def all_reduce(t: lazyt.Tensor, op: ReduceOp = ReduceOp.SUM) -> lazyt.Tensor:
-    """`t` reduced over the ranks, recorded lazily (no value is read here)."""
+@Collectives.implement(Numpy, name="distributed_join")
+def distributed_join(x):
+    return x  # MPI reductions complete where they run: nothing to wait for
+
+
+@Collectives.implement(Cube, name="distributed_join")
+def distributed_join_cube(x):
+    group = current("join")
+    join = getattr(group, "join", None)
+    if join is not None:
+        join(x)
+    return x
+
+
+def all_reduce(t: lazyt.Tensor, op: ReduceOp = ReduceOp.SUM,
+               overlap: bool = False) -> lazyt.Tensor:
+    """`t` reduced over the ranks, recorded lazily (no value is read here). `overlap=True`
+    (NCCL) runs the reduction on a stream of its own, beside the kernels recorded after it:
+    the result must then go through `join` before anything reads it."""
     from ..dispatch import Dispatch
     with lazyt.no_grad():
-        out = Dispatch.distributed_all_reduce(t.detach().into_dispatch(), op.value)
+        out = Dispatch.distributed_all_reduce(t.detach().into_dispatch(), op.value,
+                                              bool(overlap))
+    return lazyt.Tensor.from_dispatch(out)
+
+
+def join(t: lazyt.Tensor) -> lazyt.Tensor:
+    """`t` once its overlapped reduction finished (the compute stream waits for it there, in
+    record order: after the ops recorded before this call). The same values, recorded lazily."""
+    from ..dispatch import Dispatch
+    with lazyt.no_grad():
+        out = Dispatch.distributed_join(t.detach().into_dispatch())
     return lazyt.Tensor.from_dispatch(out)

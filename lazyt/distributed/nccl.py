@@ -126,6 +126,8 @@ class NcclGroup(ProcessGroup):
         self._ops = {ReduceOp.SUM: nccl.SUM, ReduceOp.AVG: nccl.AVG, ReduceOp.MAX: nccl.MAX,
                      ReduceOp.MIN: nccl.MIN, ReduceOp.PRODUCT: nccl.PROD}
         self._scratch = None
+        self._side = None         # the stream of overlapped all-reduces (made on first use)
+        self._pending: dict = {}  # id(out handle) -> (done event, input, output): until joined
 
     # ------------------------------------------------------------------ lifecycle
     def destroy(self) -> None:
@@ -225,6 +227,38 @@ class NcclGroup(ProcessGroup):
         if x.num_elements:
             self.comm.allreduce(self._arr(x), self._arr(out), red, stream=self._stream())
         return self._work(name, lambda: out, f"{x.dtype.name} {x.shape}")
+
+    def all_reduce_overlapped(self, x, op: ReduceOp, name: str = "all_reduce"):
+        """`x` reduced on a stream of its own, so that the kernels queued after it (the rest
+        of backward) run meanwhile; returns the output tensor, which no kernel may read
+        before `join(output)` (the compute stream then waits for the reduction). The input
+        and output buffers are held until the join: the memory pool hands freed buffers out
+        in compute-stream order, which the side stream does not follow."""
+        import pycuda.driver as drv
+        self._begin(name)
+        x = self._dense(x)
+        red = self._red(x, op, name)
+        out = self._new(x, x.shape)
+        if not x.num_elements:
+            return out
+        if self._side is None:
+            self._side = drv.Stream()
+        ready = drv.Event()
+        ready.record(self.client.stream)          # everything that produced x
+        self._side.wait_for_event(ready)
+        self.comm.allreduce(self._arr(x), self._arr(out), red, stream=int(self._side.handle))
+        done = drv.Event()
+        done.record(self._side)
+        self._pending[id(out.handle)] = (done, x, out)
+        return out
+
+    def join(self, out) -> None:
+        """Make the compute stream wait for the overlapped reduction that wrote `out` (no-op
+        for any other tensor); its buffers are released to the pool after that."""
+        entry = self._pending.pop(id(getattr(out, "handle", None)), None)
+        if entry is not None:
+            self.client.context.activate()
+            self.client.stream.wait_for_event(entry[0])
 
     def broadcast(self, x, src: int, name: str = "broadcast") -> Work:
         self._begin(name)

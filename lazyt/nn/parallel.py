@@ -77,6 +77,7 @@ class DistributedDataParallel(Module):
         self._buckets = self._make_buckets(params, int(self.bucket_cap_mb * 2 ** 20))
         self._bucket_of = {id(p): b for b in self._buckets for p in b.params}
         self._next = 0                    # the next bucket to launch this pass
+        self._launched: list = []         # (bucket, reduction, Gradients) awaiting the join
         self._in_pass = False
         self._handles = [p.register_post_accumulate_grad_hook(self._grad_ready)
                          for p in params]
@@ -160,24 +161,26 @@ class DistributedDataParallel(Module):
 
     def _finish_pass(self) -> None:
         """End of backward: buckets with a parameter that got no gradient this pass are
-        reduced now (that parameter with zeros); then the next pass starts afresh."""
+        reduced now (that parameter with zeros); then every bucket's reduction is joined and
+        its slices become the parameters' gradients, and the next pass starts afresh."""
         try:
             while self._next < len(self._buckets):
                 self._launch(self._buckets[self._next])
                 self._next += 1
+            self._join_all()
         finally:
             for b in self._buckets:
                 b.ready.clear()
                 b.launched = False
+            self._launched.clear()
             self._next = 0
             self._in_pass = False
 
     def _launch(self, b: _Bucket) -> None:
-        """Average bucket `b`'s gradients over the ranks (one flattened, lazily recorded
-        all-reduce) and give each parameter its slice, in `.grad` and in the pass's
-        `Gradients`."""
+        """Start averaging bucket `b`'s gradients over the ranks: one flattened, lazily
+        recorded all-reduce, which on NCCL runs on a stream of its own beside the rest of
+        backward (recorded after it); `_join_all` hands the results out at the end."""
         import lazyt
-        grads = _hooks.current_gradients()
         with no_grad():
             parts = []
             for p, n in zip(b.params, b.numels):
@@ -185,16 +188,24 @@ class DistributedDataParallel(Module):
                 parts.append(g.reshape(-1) if g is not None else
                              lazyt.zeros(n, dtype=p.dtype, device=p.device))
             flat = parts[0] if len(parts) == 1 else lazyt.cat(parts)
-            reduced = deferred.all_reduce(flat, dist.ReduceOp.AVG)
-            offset = 0
-            for p, n in zip(b.params, b.numels):
-                avg = reduced[offset:offset + n].reshape(p.shape)
-                offset += n
-                p.grad = avg
-                nid = p.device.backend.leaf_id(p.primitive)
-                if grads is not None and nid is not None:
-                    grads.replace(nid, avg.primitive)
+            reduced = deferred.all_reduce(flat, dist.ReduceOp.AVG, overlap=True)
+        self._launched.append((b, reduced, _hooks.current_gradients()))
         b.launched = True
+
+    def _join_all(self) -> None:
+        """Wait for each launched reduction (in record order: after all of backward) and give
+        each parameter its slice, in `.grad` and in the pass's `Gradients`."""
+        with no_grad():
+            for b, reduced, grads in self._launched:
+                joined = deferred.join(reduced)
+                offset = 0
+                for p, n in zip(b.params, b.numels):
+                    avg = joined[offset:offset + n].reshape(p.shape)
+                    offset += n
+                    p.grad = avg
+                    nid = p.device.backend.leaf_id(p.primitive)
+                    if grads is not None and nid is not None:
+                        grads.replace(nid, avg.primitive)
 
     # ------------------------------------------------------------------ checkpoints
     def save_pretrained(self, directory) -> None:

@@ -66,6 +66,32 @@ def test_every_collective(cuda):
     np.testing.assert_allclose(deferred.all_reduce(lazyt.tensor(a, device=cuda)).numpy(), a)
 
 
+def test_ddp_gradients_equal_plain_on_one_rank(cuda):
+    """The overlapped bucket reductions (a side stream, joined at the end of backward) give
+    each parameter exactly its gradient on a world of one, in `.grad` and in `grads`, across
+    several steps (buckets small enough that there are several)."""
+    from lazyt import nn
+    from lazyt.nn.parallel import DistributedDataParallel
+    lazyt.manual_seed(0)
+    net = nn.Sequential(nn.Linear(64, 256), nn.ReLU(), nn.Linear(256, 256), nn.ReLU(),
+                        nn.Linear(256, 10)).to(cuda)
+    x = lazyt.tensor(np.random.default_rng(1).standard_normal((32, 64)).astype(np.float32),
+                     device=cuda)
+    plain = []
+    for _ in range(2):
+        g = (net(x) ** 2).mean().backward()
+        plain.append([g[p].numpy() for p in net.parameters()])
+    ddp = DistributedDataParallel(net, bucket_cap_mb=0.1)
+    assert len(ddp.bucket_sizes) > 2
+    for step in range(2):
+        for p in net.parameters():
+            p.grad = None
+        g = (ddp(x) ** 2).mean().backward()
+        for p, want in zip(net.parameters(), plain[step]):
+            np.testing.assert_array_equal(p.grad.numpy(), want)
+            np.testing.assert_array_equal(g[p].numpy(), want)
+
+
 MINILM_CONFIG = {  # all-MiniLM-L6-v2's shape, for random weights without the checkpoint
     "model_type": "bert", "vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6,
     "num_attention_heads": 12, "intermediate_size": 1536, "max_position_embeddings": 512,
