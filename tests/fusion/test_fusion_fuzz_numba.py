@@ -9,39 +9,13 @@ Each new block structure compiles (about half a second), so the example counts a
 """
 from __future__ import annotations
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 
 from lazyt.backends.numpy import jit
 
 from test_fusion_fuzz import check_program, programs
-
-# float64 values too: a program may compute in float32 (exp, tanh) and cast up
-RTOL = {np.dtype(np.float16): 2e-3, np.dtype(np.float32): 2e-5, np.dtype(np.float64): 2e-5}
-
-
-def _close(got: dict, want: dict, what: str):
-    """Exact for integers, bools and non-finite floats; finite floats within RTOL of the
-    value's largest magnitude."""
-    assert got.keys() == want.keys(), what
-    for k in want:
-        g, w = got[k], want[k]
-        assert g.dtype == w.dtype and g.shape == w.shape, f"{what} value {k}: " \
-            f"{g.dtype}{g.shape} != {w.dtype}{w.shape}"
-        if w.dtype.kind != "f":
-            np.testing.assert_array_equal(g, w, err_msg=f"{what} value {k}")
-            continue
-        finite = np.isfinite(w)
-        np.testing.assert_array_equal(np.isfinite(g), finite, err_msg=f"{what} value {k}")
-        np.testing.assert_array_equal(g[~finite], w[~finite], err_msg=f"{what} value {k}")
-        scale = float(np.abs(w[finite]).max()) if finite.any() else 0.0
-        rtol = RTOL[w.dtype]
-        np.testing.assert_allclose(g[finite], w[finite], rtol=rtol, atol=rtol * scale,
-                                   err_msg=f"{what} value {k}")
-
-pytestmark = pytest.mark.skipif(not jit.available(), reason="numba is not installed "
-                                "(pip install -e '.[cpu]'); the numpy fallback runs instead")
+from test_fusion_fuzz_wgpu import _close  # relative to each value's largest magnitude
 
 NUMBA = settings(max_examples=40, deadline=None, derandomize=True,
                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
