@@ -190,6 +190,21 @@ def test_blocks_with_other_ops_stay_numpy_programs(every_block):
     assert jit.STATS["runs"] == before
 
 
+def test_a_kernel_numba_cannot_compile_runs_as_a_numpy_program(every_block, monkeypatch):
+    """A typing failure inside numba (here forced) is not the user's error: the block runs as
+    its numpy program, once and for all."""
+    def refuse(source):
+        def kernel(*args):
+            raise TypeError("forced typing failure")
+        kernel.signatures = []
+        return kernel
+    monkeypatch.setattr(jit, "_dispatcher", refuse)
+    x = lazyt.tensor(np.arange(6, dtype=np.float32), device=CPU)
+    before = jit.STATS["runs"]
+    np.testing.assert_array_equal((x * 3.25 + 0.5).numpy(), np.arange(6) * 3.25 + 0.5)
+    assert jit.STATS["runs"] == before
+
+
 def test_small_blocks_stay_numpy_programs_by_default(monkeypatch):
     monkeypatch.delenv("LAZYT_NUMBA_MIN", raising=False)
     before = jit.STATS["runs"]

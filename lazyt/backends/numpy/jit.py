@@ -368,9 +368,17 @@ def try_run(block: FusedBlock, inputs: list, scalars: list, outs: list) -> bool:
     args += sizes
     items = sizes[0] if len(sizes) == 1 else int(np.prod(sizes[:-1]))
     per_item = 1 if len(sizes) == 1 else sizes[-1]
-    if not fn.signatures:  # the first call compiles (or loads from the disk cache)
-        t0 = time.perf_counter()
+    compiles = len(fn.signatures)
+    t0 = time.perf_counter()
+    try:  # an empty range: compiles (or loads) for these argument types, if they are new
         fn(*args, 0, 0)
+    except Exception as e:  # noqa: BLE001 - a kernel numba cannot type runs as numpy
+        block.cache["numba_plans"][tuple(np.shape(x) for x in inputs)] = None
+        if config.debug_level():
+            print(f"lazyt: numba could not compile a fused block ({type(e).__name__}: {e}); "
+                  "it runs as a numpy program", file=sys.stderr, flush=True)
+        return False
+    if len(fn.signatures) != compiles:
         dt = time.perf_counter() - t0
         loaded = bool(fn.stats.cache_hits)
         STATS["loaded" if loaded else "compiled"] += 1
