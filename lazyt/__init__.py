@@ -24,7 +24,8 @@ from .creation import (arange, empty, empty_like, eye, from_dlpack, from_numpy, 
 from .device import Device, device, get_default_device, set_default_device
 from .device import device as _device_of
 from .dispatch import Dispatch, DispatchTensor
-from .dtype import DType, bool_, float16, float32, float64, int8, int16, int32, int64, uint8
+from .dtype import (DType, bool_, finfo, float16, float32, float64, iinfo, int8, int16, int32,
+                    int64, uint8)
 from .errors import (CaptureError, DeviceError, DistributedError, DTypeError, FusionError, GradError,
                      IndexOutOfRangeError,
                      InvalidArgumentError,
@@ -57,7 +58,7 @@ __all__ = [
     "DTypeError", "DeviceError", "IndexOutOfRangeError", "InvalidArgumentError", "MissingImplError", "GradError",
     "FusionError", "MetadataMismatchError", "KernelLanguageError", "KernelCompileError",
     "Gradients", "is_grad_enabled", "no_grad", "fusion", "kernels", "nn", "optim", "utils",
-    "CaptureError", "compile", "capturing", "uint8", "DistributedError",
+    "CaptureError", "compile", "capturing", "uint8", "DistributedError", "finfo", "iinfo",
 ] + list(_functional_all)
 
 # torch's elementwise math and layout ops, as composites (lazyt/mathops.py, lazyt/layout.py)

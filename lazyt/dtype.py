@@ -133,3 +133,46 @@ def promote_scalar(d: DType, kind: str) -> DType:
         return DEFAULT_INT
     return d
 
+
+
+
+class finfo:
+    """Machine limits of a float dtype, as `torch.finfo`: `bits eps max min tiny
+    smallest_normal resolution dtype` (`lazyt.finfo()` is the default float's)."""
+
+    __slots__ = ("bits", "eps", "max", "min", "tiny", "smallest_normal", "resolution", "dtype")
+
+    def __init__(self, dtype=None):
+        d = DEFAULT_FLOAT if dtype is None else as_dtype(dtype)
+        if not d.is_float:
+            raise DTypeError(f"finfo: expected a floating-point dtype, got {d.name} (use "
+                             f"lazyt.iinfo for integers)")
+        info = np.finfo(d.np)
+        self.bits, self.eps = int(info.bits), float(info.eps)
+        self.max, self.min = float(info.max), float(info.min)
+        self.tiny = self.smallest_normal = float(info.smallest_normal)
+        self.resolution, self.dtype = 10.0 ** -int(info.precision), d.name  # torch: 1e-06
+
+    def __repr__(self) -> str:
+        return (f"finfo(resolution={self.resolution}, min={self.min}, max={self.max}, "
+                f"eps={self.eps}, smallest_normal={self.smallest_normal}, bits={self.bits}, "
+                f"dtype={self.dtype})")
+
+
+class iinfo:
+    """Limits of an integer dtype, as `torch.iinfo`: `bits max min dtype` (bool and floats
+    raise `DTypeError`, as torch raises)."""
+
+    __slots__ = ("bits", "max", "min", "dtype")
+
+    def __init__(self, dtype):
+        d = as_dtype(dtype)
+        if not d.is_int:
+            raise DTypeError(f"iinfo: expected an integer dtype, got {d.name}"
+                             + (" (use lazyt.finfo for floats)" if d.is_float else ""))
+        info = np.iinfo(d.np)
+        self.bits, self.max, self.min, self.dtype = (int(info.bits), int(info.max),
+                                                     int(info.min), d.name)
+
+    def __repr__(self) -> str:
+        return f"iinfo(min={self.min}, max={self.max}, bits={self.bits}, dtype={self.dtype})"
