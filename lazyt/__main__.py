@@ -20,6 +20,15 @@ def _info() -> int:
           f"numpy {numpy.__version__})")
     print("backends:")
     print(f"  cpu   numpy {numpy.__version__}: devices: cpu")
+    if importlib.util.find_spec("numba") is None:
+        print('        numba not installed: fused blocks run as numpy programs '
+              '(pip install -e ".[cpu]" compiles them)')
+    else:
+        from importlib.metadata import version
+        from lazyt import config
+        state = ("on" if config.numba_enabled() else "off (LAZYT_NUMBA=0)")
+        print(f"        numba {version('numba')}: compiled kernels {state}, from "
+              f"{config.numba_min()} elements, {config.max_threads()} threads")
     for base, module in (("wgpu", "wgpu"), ("cuda", "pycuda")):
         if importlib.util.find_spec(module) is None:
             print(f"  {base:<5} not installed ({install_hint(base)})")

@@ -56,3 +56,11 @@ def test_info_does_not_depend_on_lazyt_device_env():
 def test_unknown_command_fails():
     r = _run("no-such-command")
     assert r.returncode != 0
+
+
+def test_info_says_whether_cpu_kernels_are_compiled():
+    r = _run("info")
+    assert "numba" in r.stdout
+    off = _run("info", LAZYT_NUMBA="0")
+    if "numba not installed" not in off.stdout:
+        assert "compiled kernels off (LAZYT_NUMBA=0)" in off.stdout
