@@ -79,3 +79,9 @@ from .reductions import *  # noqa: E402,F401,F403
 from .reductions import __all__ as _reductions_all  # noqa: E402
 
 __all__ += [n for n in _selection_all + _einsum_all + _reductions_all if n not in __all__]
+
+# more of torch's elementwise, reduction, linear-algebra and layout ops (lazyt/moreops.py)
+from .moreops import *  # noqa: E402,F401,F403
+from .moreops import __all__ as _moreops_all  # noqa: E402
+
+__all__ += [n for n in _moreops_all if n not in __all__]
