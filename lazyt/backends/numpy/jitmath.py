@@ -62,7 +62,8 @@ _EXP_LO = f32(-103.97208)
 def exp_f32(x):
     """exp of a float32 (NaN stays NaN; overflow gives inf, underflow 0 or a subnormal)."""
     c = min(max(x, f32(-104.0)), f32(89.0))  # NaN: both comparisons keep NaN below
-    n = np.floor(c * _LOG2E + f32(0.5))
+    n = np.floor(c * _LOG2E + f32(0.5))  # np.floor keeps float32 (math.floor gives int64,
+    # and int64 * float32 would make the whole polynomial float64)
     r = c - n * _LN2_HI
     r = r - n * _LN2_LO
     p = f32(1.9875691500e-4)
