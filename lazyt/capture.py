@@ -363,7 +363,10 @@ def _finish(session: _Session, out, arg_fts: list, leaves: list):
             elif tid in first_ids:
                 load_src.append(first_ids[tid])
             else:
-                load_src.append(("const", fusion.handles.values[tid], tid))
+                value = fusion.handles.values.get(tid)
+                if value is None:   # a constant made inside the call that died since
+                    value = program.ext_values[tid]
+                load_src.append(("const", value, tid))
             load_meta.append(program.metas[r])
     sources = [_source_of(ft, arg_ids, program, rel, stored, loads) for ft in finals]
     results = tuple(s[1] for s in sources if s[0] == "out")

@@ -446,3 +446,4 @@ def test_a_compiled_module_keeps_its_attributes():
     assert not lin.training
     with pytest.raises(AttributeError):
         c.no_such_attribute
+

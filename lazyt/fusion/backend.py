@@ -288,8 +288,11 @@ class Fusion(Backend):
             stream, h = self.stream, self.handles
             if not self.pending_after_release():
                 return None
+            ext_values = {}
             for *_, tid in stream.ext:
                 h.reusable.discard(tid)
+                if tid in h.values:
+                    ext_values[tid] = h.values[tid]
             ids = list(stream.seen)
             metas = [(ir.shape, ir.dtype) for ir in stream.irs]
             ops, scalars = stream.ops, stream.scalars
@@ -299,7 +302,7 @@ class Fusion(Backend):
                 plan = self._drain()
             finally:
                 self._ending_capture = False
-            return Program(plan, key, ops, scalars, ids, metas)
+            return Program(plan, key, ops, scalars, ids, metas, ext_values)
 
     def run_program(self, program: Program, loads: list, results: Sequence[int]) -> list:
         """Run a captured program on new outside inputs (inner primitives, in

@@ -6,7 +6,7 @@ current stream's ops (for values: scalars, custom-op callables) and the inner ba
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..backends.fused import FusedBlock, run_generic
 from ..errors import MetadataMismatchError
@@ -132,6 +132,9 @@ class Program:
     scalars: list
     ids: list            # relative number -> tensor id when captured
     metas: list          # relative number -> (shape, dtype)
+    # tensor id -> value of each outside input when captured: a host constant made inside
+    # the function may die (and lose its value) before the capture reads it
+    ext_values: dict = field(default_factory=dict)
 
 
 def execute(plan: Plan, stream, handles: Handles, inner, reports) -> None:
