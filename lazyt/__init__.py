@@ -85,3 +85,10 @@ from .moreops import *  # noqa: E402,F401,F403
 from .moreops import __all__ as _moreops_all  # noqa: E402
 
 __all__ += [n for n in _moreops_all if n not in __all__]
+
+# torch's order statistics, searching and data-dependent ops (unique, bincount, histc, ...),
+# cdist, heaviside, sinc (lazyt/moreops2.py)
+from .moreops2 import *  # noqa: E402,F401,F403
+from .moreops2 import __all__ as _moreops2_all  # noqa: E402
+
+__all__ += [n for n in _moreops2_all if n not in __all__]
