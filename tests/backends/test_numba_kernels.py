@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import lazyt
+import lazyt.testing
 from lazyt.backends.numpy import NumpyBackend, jit
 from lazyt.backends.numpy.ufuncs import erf_f32_into
 
@@ -254,6 +255,34 @@ def test_layer_norm_rows_against_float64(affine, every_block):
     want = (x64 - x64.mean(-1, keepdims=True)) / np.sqrt(x64.var(-1, keepdims=True) + 1e-5)
     want = want * (1 if w is None else w) + (0 if b is None else b)
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5)
+
+
+@pytest.mark.parametrize("shape", [(300, 1000), (2, 3, 40000)])
+def test_log_softmax_rows_against_float64(shape, every_block):
+    x = (np.random.default_rng(8).standard_normal(shape) * 4).astype(np.float32)
+    before = jit.STATS["runs"]
+    got = lazyt.tensor(x, device=CPU).log_softmax(-1).numpy()
+    assert jit.STATS["runs"] == before + 1              # one row kernel, recorded as one op
+    x64 = x.astype(np.float64)
+    m = x64.max(-1, keepdims=True)
+    want = x64 - m - np.log(np.exp(x64 - m).sum(-1, keepdims=True))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=3e-6)
+    # and its gradient, through the composite's primitives
+    t = lazyt.tensor(x.reshape(-1, shape[-1])[:3, :40].astype(np.float64)).require_grad()
+    assert lazyt.testing.gradcheck(lambda a: a.log_softmax(-1), (t,))
+
+
+def test_small_log_softmax_stays_fused_primitives(monkeypatch):
+    """Below the threshold the Fusion layer records log_softmax's primitives, which fuse with
+    their neighbours, not the row kernel."""
+    monkeypatch.delenv("LAZYT_NUMBA_MIN", raising=False)
+    x = np.random.default_rng(9).standard_normal((4, 10)).astype(np.float32)
+    before = jit.STATS["runs"]
+    got = (lazyt.tensor(x, device=CPU).log_softmax(-1) * 2).numpy()
+    assert jit.STATS["runs"] == before
+    m = x.max(-1, keepdims=True)
+    np.testing.assert_allclose(got, 2 * (x - m - np.log(np.exp(x - m).sum(-1, keepdims=True))),
+                               rtol=1e-6, atol=1e-6)
 
 
 def test_row_kernels_skip_other_dtypes(every_block):

@@ -187,6 +187,20 @@ class NumpyBackend(Backend):
         _row_blocks(work, rows.shape[0], n * x.itemsize)
         return out.reshape(x.shape)
 
+    @kernel(when=lambda x, dim: jit.rows_wanted(x.shape, x.dtype, dim))
+    def log_softmax(self, x, dim: int):
+        """float32 along the last dim, large enough for a numba kernel: one row pass (the
+        Fusion layer records it as one op only then; elsewhere the composite's primitives
+        fuse with their neighbours)."""
+        kernels = jit.rows_for(x) if x.ndim and dim in (-1, x.ndim - 1) else None
+        if kernels is None:
+            return super().log_softmax(x, dim)
+        n = x.shape[-1]
+        rows = np.ascontiguousarray(x).reshape(-1, n)
+        out = np.empty(rows.shape, x.dtype)
+        jit.run_rows(kernels.log_softmax_rows, rows.shape[0], n, rows, out)
+        return out.reshape(x.shape)
+
     @kernel(when=lambda x, weight, bias=None: bias is None)
     def linear(self, x, weight, bias=None):
         """One GEMM on the 2-D view of `x` (the same call the generic helper ends in), the

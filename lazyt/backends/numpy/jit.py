@@ -418,6 +418,16 @@ def rows_for(x: np.ndarray):
     return module
 
 
+def rows_wanted(shape: tuple, dtype, dim: int) -> bool:
+    """Whether a row op over `dim` of a tensor of `shape` and lazyt `dtype` would run as a
+    numba row kernel (for `kernel(when=...)`: read at record time, from metadata only)."""
+    n = 1
+    for s in shape:
+        n *= s
+    return (dtype.name == "float32" and len(shape) > 0 and dim in (-1, len(shape) - 1)
+            and n >= config.numba_min() and n > 0 and available())
+
+
 def run_rows(kernel, n_rows: int, row_len: int, *args) -> None:
     """`kernel(*args, lo, hi)` over the rows, in pieces of about GRAIN elements spread over
     the thread pool (the first call of a kernel compiles it, or loads numba's cache)."""

@@ -1,4 +1,4 @@
-"""Row kernels of the numpy backend as numba functions: softmax and layer_norm, each one pass
+"""Row kernels of the numpy backend as numba functions: softmax, log_softmax and layer_norm, each one pass
 over a row that stays in cache, float32 only (float64 and float16 keep the numpy forms, whose
 transcendentals are already vector code). Attention keeps its numpy form: its softmax runs on
 blocks already in cache between two GEMMs, and a numba pass there measured 1.7-2.3x slower on
@@ -52,6 +52,20 @@ def softmax_rows(x, o, lo, hi):
         inv = fdiv(f32(1.0), _row_sum(o, r))
         for j in range(n):
             o[r, j] = o[r, j] * inv
+
+
+@njit(**_FLAGS)
+def log_softmax_rows(x, o, lo, hi):
+    """o[r] = x[r] - max - log(sum(exp(x[r] - max))) for the rows [lo, hi) (the composite's
+    formula, one pass for the sum and one for the output)."""
+    n = x.shape[1]
+    for r in range(lo, hi):
+        m = _row_max(x, r)
+        for j in range(n):
+            o[r, j] = exp_f32(x[r, j] - m)
+        lse = m + f32(np.log(_row_sum(o, r)))
+        for j in range(n):
+            o[r, j] = x[r, j] - lse
 
 
 @njit(fastmath={"reassoc", "nsz"}, **_FLAGS)
