@@ -272,6 +272,19 @@ def test_log_softmax_rows_against_float64(shape, every_block):
     assert lazyt.testing.gradcheck(lambda a: a.log_softmax(-1), (t,))
 
 
+def test_log_softmax_rows_keep_precision_at_large_offsets(every_block):
+    """(x - max) - lse, not x - (max + lse): the latter rounds at max's scale (an error of
+    1.3e-5 for rows near 1000)."""
+    x = np.array([[1000.0, 1001.0, 1002.0], [-1000.0, -1000.0, -1000.0]], np.float32)
+    before = jit.STATS["runs"]
+    got = lazyt.tensor(x, device=CPU).log_softmax(-1).numpy()
+    assert jit.STATS["runs"] == before + 1
+    x64 = x.astype(np.float64)
+    m = x64.max(-1, keepdims=True)
+    want = (x64 - m) - np.log(np.exp(x64 - m).sum(-1, keepdims=True))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
 def test_small_log_softmax_stays_fused_primitives(monkeypatch):
     """Below the threshold the Fusion layer records log_softmax's primitives, which fuse with
     their neighbours, not the row kernel."""
