@@ -34,19 +34,26 @@ _B = BinaryOp
 __all__: list = []
 
 
-def _export(*aliases: str, method: bool = True, function: bool = True):
-    """Register the decorated function as `lazyt.<name>` (and `aliases`) and, with `method`,
-    as `Tensor.<name>`; a name Tensor already has is left alone."""
-    def register(fn):
-        for n in (fn.__name__, *aliases):
-            if function:
-                globals()[n] = fn
-                __all__.append(n)
-            if method and n not in METHODS and not hasattr(Tensor, n):
-                METHODS[n] = fn
-                setattr(Tensor, n, fn)
-        return fn
-    return register
+def exporter(namespace: dict, names: list):
+    """The `_export` decorator of a module of composites: it registers the decorated function
+    in `namespace` and `names` (the module's globals and `__all__`) under its name and
+    `aliases` and, with `method`, as `Tensor.<name>`; a name Tensor already has is left
+    alone."""
+    def _export(*aliases: str, method: bool = True, function: bool = True):
+        def register(fn):
+            for n in (fn.__name__, *aliases):
+                if function:
+                    namespace[n] = fn
+                    names.append(n)
+                if method and n not in METHODS and not hasattr(Tensor, n):
+                    METHODS[n] = fn
+                    setattr(Tensor, n, fn)
+            return fn
+        return register
+    return _export
+
+
+_export = exporter(globals(), __all__)
 
 
 def _float_fn(fn):
@@ -72,6 +79,17 @@ def _float_pair_fn(fn):
     op.__name__ = op.__qualname__ = fn.__name__
     op.__doc__ = fn.__doc__
     return op
+
+
+def _float_input(op: str, input, dtype) -> Tensor:  # noqa: A002 - torch's name
+    """`input` as a tensor (cast to `dtype` when given) that must be floating point."""
+    x = tensor_arg(op, input)
+    if dtype is not None:
+        x = to(x, dt.as_dtype(dtype))
+    if not x.dtype.is_float:
+        raise DTypeError(f"{op}: needs a floating-point tensor, got {x.dtype.name} of shape "
+                         f"{x.shape}")
+    return x
 
 
 def _safe(cond: Tensor, x: Tensor, safe) -> Tensor:
@@ -302,12 +320,7 @@ def nansum(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # 
 @_export()
 def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
     """The mean over `dim` of the elements that are not NaN (NaN where all are)."""
-    x = tensor_arg("nanmean", input)
-    if dtype is not None:
-        x = to(x, dt.as_dtype(dtype))
-    if not x.dtype.is_float:
-        raise DTypeError(f"nanmean: needs a floating-point tensor, got {x.dtype.name} of shape "
-                         f"{x.shape}")
+    x = _float_input("nanmean", input, dtype)
     ok = ~isnan(x)
     total = where(ok, x, 0.0).sum(dim, keepdim=keepdim)
     return total / to(ok, x.dtype).sum(dim, keepdim=keepdim)
@@ -469,12 +482,7 @@ def _norm_dims(x: Tensor, dim):
 def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:  # noqa: A002
     """The vector p-norm over `dim` (all elements when None): "fro" and 2 are the Euclidean
     norm, inf / -inf the largest / smallest magnitude, 0 the count of non-zeros."""
-    x = tensor_arg("norm", input)
-    if dtype is not None:
-        x = to(x, dt.as_dtype(dtype))
-    if not x.dtype.is_float:
-        raise DTypeError(f"norm: needs a floating-point tensor, got {x.dtype.name} of shape "
-                         f"{x.shape}")
+    x = _float_input("norm", input, dtype)
     dims = _norm_dims(x, dim)
     if p == "fro" or p is None:
         p = 2.0

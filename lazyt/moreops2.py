@@ -21,43 +21,14 @@ from . import shape as sh
 from .creation import full
 from .dispatch import DispatchTensor, common_device
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
-from .functional import (METHODS, as_tensor, expand, gather, index_select, scatter_add, to,
-                         where)
+from .functional import as_tensor, expand, gather, index_select, scatter_add, to, where
 from .layout import ValuesIndices, movedim, sort
 from .mathops import isnan, tensor_arg
+from .moreops import _float_fn, exporter
 from .tensor import Tensor
 
 __all__: list = []
-
-
-def _export(*aliases: str, method: bool = True, function: bool = True):
-    """Register the decorated function as `lazyt.<name>` (and `aliases`) and, with `method`,
-    as `Tensor.<name>`; a name Tensor already has is left alone."""
-    def register(fn):
-        for n in (fn.__name__, *aliases):
-            if function:
-                globals()[n] = fn
-                __all__.append(n)
-            if method and n not in METHODS and not hasattr(Tensor, n):
-                METHODS[n] = fn
-                setattr(Tensor, n, fn)
-        return fn
-    return register
-
-
-def _float_fn(fn):
-    """`fn(x)`, written for float32/float64, with torch's dtype rules (integers and bools in
-    the default float, float16 in float32 rounded once)."""
-    def op(input):  # noqa: A002 - torch's name
-        x = tensor_arg(fn.__name__, input)
-        if not x.dtype.is_float:
-            x = to(x, dt.DEFAULT_FLOAT)
-        if x.dtype is dt.float16:
-            return fn(to(x, dt.float32)).to(dt.float16)
-        return fn(x)
-    op.__name__ = op.__qualname__ = fn.__name__
-    op.__doc__ = fn.__doc__
-    return op
+_export = exporter(globals(), __all__)
 
 
 # ---------------------------------------------------------------------- selection by order
