@@ -69,7 +69,11 @@ def main():
         dist.destroy_process_group()
     elif case == "crash":            # rank 1 dies of an exception: the job ends at once
         if r == 1:
-            print(1 / 0)
+            try:
+                print(1 / 0)
+            except ZeroDivisionError as e:   # recorded first: the abort that follows may end
+                say(f"CRASHING {type(e).__name__}")  # the launcher before it relays stderr
+                raise
         dist.barrier()
         print("NOT ABORTED", flush=True)
     else:
