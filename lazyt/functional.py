@@ -21,6 +21,7 @@ from . import dtype as dt
 from . import ops
 from . import promotion as pr
 from . import shape as sh
+from .capture_state import STATE as _CAPTURE
 from .data import generator, host_array
 from .dispatch import Dispatch, DispatchTensor, common_device
 from .dtype import DType
@@ -93,6 +94,12 @@ def _is_operand(o) -> bool:
 # ---------------------------------------------------------------------- elementwise
 def unary(op: UnaryOp, x: DT) -> DT:
     """A unary op; integer input of a float-only op is computed in the default float."""
+    dev = x.device
+    fast = dev.backend.fast
+    if fast is not None and _CAPTURE.session is None:   # a float tensor, untracked: record it
+        out = fast.fast_unary(op, x.primitive)
+        if out is not None:
+            return x._result_type(out, dev)
     d = x.dtype
     if not d.is_float:
         if op in FLOAT_UNARY:
@@ -117,6 +124,11 @@ def binary(op: BinaryOp, a, b) -> DT:
             if b.device is not dev:
                 common_device(op.value, (a, b))
             be = dev.backend
+            fast = be.fast
+            if fast is not None and _CAPTURE.session is None:  # same shape and float dtype
+                out = fast.fast_binary(op, a.primitive, b.primitive)
+                if out is not None:
+                    return a._result_type(out, dev)
             pa, pb = a.primitive, b.primitive
             da, db = be.dtype_of(pa), be.dtype_of(pb)
             sa, sb = be.shape_of(pa), be.shape_of(pb)
@@ -136,6 +148,14 @@ def binary(op: BinaryOp, a, b) -> DT:
     else:
         raise DTypeError(f"{op.value}: expected a tensor operand")
     ts = type(s)
+    if ts is float or ts is int:   # a float tensor and a Python number, untracked: record it
+        dev = t.device
+        fast = dev.backend.fast
+        if fast is not None and _CAPTURE.session is None:
+            p = t.primitive
+            out = fast.fast_binary(op, p, s) if t_first else fast.fast_binary(op, s, p)
+            if out is not None:
+                return t._result_type(out, dev)
     dtt = t.device.backend.dtype_of(t.primitive)
     if (ts is float or ts is int) and dtt.is_float and op._value_ not in _NOT_FLOAT:
         pass  # the common case: a float tensor with a Python number keeps its dtype

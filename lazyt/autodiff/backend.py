@@ -48,6 +48,9 @@ class Autodiff(Backend):
 
     def __init__(self, inner: Backend, checkpointing: str = "balanced"):
         self.inner = inner
+        # untracked values pass through this layer unchanged, so the inner layer may record
+        # them directly (its fast entries check that the inputs are untracked)
+        self.fast = inner.fast
         self.checkpointing = checkpointing
         self.ckpt = CheckpointStrategy(checkpointing, inner)
         self._extension_contexts: dict = {}  # extension class -> (B, ckpt) of its impls

@@ -45,6 +45,10 @@ class Backend:
     #: computation: no fusion is lost), so the device works while the host records. None: never
     #: (a synchronous backend gains nothing from it).
     overlap_elements: int | None = None
+    #: The layer that records the front end's commonest elementwise calls directly
+    #: (`fast_binary` / `fast_unary`, see `Fusion`), or None. Only layers that pass untracked
+    #: values through unchanged (Autodiff) may hand their inner layer's on.
+    fast = None
 
     # ---------------------------------------------------------------- creation/transfer
     def from_numpy(self, array: np.ndarray) -> Primitive:

@@ -28,8 +28,8 @@ from ..config import debug_level
 from ..dtype import DType
 from ..capture_state import STATE as _CAPTURE
 from ..capture_state import refuse as _refuse
-from ..errors import CaptureError, DTypeError, FusionError
-from ..ops import Out, ParamKind, kernel_when
+from ..errors import CaptureError, DTypeError, FusionError, MetadataMismatchError
+from ..ops import BinaryOp, Out, ParamKind, UnaryOp, kernel_when
 from .cache import PlanCache
 from .extension import run as _run_extension
 from .handle import Failure, FusionTensor, Handles
@@ -41,6 +41,15 @@ from .stream import OperationStream, user_location
 FT = FusionTensor
 _SCALAR_TYPES = (bool, int, float)
 _EMPTY = ()
+
+#: Binary and unary ops whose result keeps a float operand's dtype (comparisons give bool):
+#: the ones `fast_binary` / `fast_unary` take, keyed by op code.
+#: (String keys: hashing an Enum is slow.)
+_FAST_BINARY = frozenset(op._value_ for op in (BinaryOp.ADD, BinaryOp.SUB, BinaryOp.MUL,
+                                               BinaryOp.DIV, BinaryOp.POW, BinaryOp.MAXIMUM,
+                                               BinaryOp.MINIMUM))
+_FAST_UNARY = frozenset(op._value_ for op in UnaryOp if op is not UnaryOp.NOT)
+_TT, _TS, _ST = ("tt",), ("ts",), ("st",)
 
 #: Process the release queue while recording once it holds this many entries (and at drains).
 _RELEASE_BATCH = 256
@@ -88,6 +97,9 @@ class Fusion(Backend):
         # asynchronous base (a GPU queue): start pending work before an independent op
         self._overlap = getattr(inner, "overlap_elements", None)
         self._composite_fns: dict = {}  # (op name, argument layout) -> drain-time function
+        self.fast = self                # the front end records common ops here directly
+        self._binary_def = ops.lookup("binary")
+        self._unary_def = ops.lookup("unary")
         self._extension_runners: dict = {}  # (extension op, argument layout) -> the same
 
     def __repr__(self) -> str:
@@ -117,15 +129,58 @@ class Fusion(Backend):
                 self.handles.process(stream.seen)  # a safe point: free what died
             return out
 
+    # ---------------------------------------------------------------- the front end's fast path
+    def fast_binary(self, op: BinaryOp, a, b) -> FT | None:
+        """`binary(op, a, b)` for the front end's commonest call, recorded without the generic
+        checks: two float tensors of this layer with one shape and dtype, or one such tensor
+        and a Python int or float (either side), for an op whose result keeps that dtype.
+        None for anything else (the caller then takes the general path, which gives the same
+        op for these cases: the tests compare both)."""
+        if op._value_ not in _FAST_BINARY:
+            return None
+        ta, tb = type(a), type(b)
+        if ta is FT:
+            d = a.dtype
+            if tb is FT:
+                if b.dtype is not d or b.shape != a.shape:
+                    return None
+                pat, ins, sc = _TT, (a, b), _EMPTY
+            elif tb is float or tb is int:
+                pat, ins, sc = _TS, (a,), (b,)
+            else:
+                return None
+            shape = a.shape
+        elif tb is FT and (ta is float or ta is int):
+            d = b.dtype
+            pat, ins, sc, shape = _ST, (b,), (a,), b.shape
+        else:
+            return None
+        ok = self._dtypes_ok
+        if not d.is_float or (ok is not None and d not in ok):
+            return None
+        return self._rec(self._binary_def, op, pat, ins, sc, shape, d)
+
+    def fast_unary(self, op: UnaryOp, x) -> FT | None:
+        """`unary(op, x)` for a float tensor of this layer (every unary op but logical_not
+        keeps a float dtype); None for anything else."""
+        if type(x) is not FT or op._value_ not in _FAST_UNARY:
+            return None
+        d = x.dtype
+        ok = self._dtypes_ok
+        if not d.is_float or (ok is not None and d not in ok):
+            return None
+        return self._rec(self._unary_def, op, _EMPTY, (x,), _EMPTY, x.shape, d)
+
     # ---------------------------------------------------------------- creation/transfer
     def from_numpy(self, array: np.ndarray) -> FT:
         d = dt.from_numpy(array.dtype)
         return self.wrap(self.inner.from_numpy(array), tuple(array.shape), d)
 
     def to_numpy(self, x: FT) -> np.ndarray:
-        _refuse("reading a tensor's values (numpy(), item(), tolist(), print, bool(), "
-                f"float(); shape {x.shape})", "a replay would not see the value; return the "
-                "tensor from the function and read it after the call")
+        if _CAPTURE.session is not None:
+            _refuse("reading a tensor's values (numpy(), item(), tolist(), print, bool(), "
+                    f"float(); shape {x.shape})", "a replay would not see the value; return "
+                    "the tensor from the function and read it after the call")
         return self.inner.to_numpy(self.materialize(x))
 
     def shape_of(self, x: FT) -> tuple:
@@ -489,8 +544,47 @@ def _composite(F: "Fusion", op: ops.OpDef, args: tuple):
     if made is None:  # made once per layout: a custom op's function is part of the plan key
         made = F._composite_fns[key] = (_kernel_call(F.inner, op, key[1]),
                                         _record_name(op, key[2]))
+    if F._overlap is not None:
+        out = _run_now(F, made, tensors, values, shape, dtype)
+        if out is not None:
+            return out
     return F.custom(made[1], made[0], tensors, ((shape, dtype),), tuple(values),
                     location=user_location(2))[0]
+
+
+def _run_now(F: "Fusion", made: tuple, tensors: list, values: list, shape: tuple,
+             dtype: DType) -> FT | None:
+    """On an asynchronous base (a GPU queue), a composite kernel whose inputs all have values
+    is launched at once instead of recorded: it fuses with nothing, its launch is queued
+    behind what ran before it, and recording, planning and running it at the drain would cost
+    more host time than the kernel takes on the device (a linear of MiniLM's size runs in
+    34 µs). None when it must be recorded: an input is pending or failed, a capture
+    (`lazyt.compile`) or an `inspect()` report is open, or LAZYT_DEBUG asks for locations."""
+    if F._trace or _CAPTURE.session is not None or _ACTIVE.get():
+        return None
+    with F._lock:
+        if F._draining:
+            return None
+        h = F.handles
+        got = h.values
+        prims = []
+        for t in tensors:
+            v = got.get(t.id)
+            if v is None:
+                return None
+            prims.append(v)
+        out = made[0](*prims, *values)
+        inner = F.inner
+        got_shape, got_dtype = tuple(inner.shape_of(out)), inner.dtype_of(out)
+        if got_shape != shape or got_dtype is not dtype:
+            raise MetadataMismatchError(
+                f"{made[1]}: output 0 is {got_shape}:{got_dtype.name} but the metadata "
+                f"declared {shape}:{dtype.name}")
+        for t in tensors:    # the kernel's output may be a view of an input: never reuse one
+            h.reusable.discard(t.id)
+        res = h.new(shape, dtype)
+        got[res.id] = out
+        return res
 
 
 _KINDS: dict = {}

@@ -133,7 +133,7 @@ def _pending(fusion) -> _Pending:
         raise DrawError("draw: nothing is pending: draw before reading a result or syncing "
                         "(reading a value, printing it or lazyt.sync() runs the pending ops)")
     view = SimpleNamespace(ops=list(stream.ops), seen=dict(stream.seen),
-                           irs=[dataclasses.replace(ir) for ir in stream.irs],
+                           irs=[ir.copy() for ir in stream.irs],
                            ext=list(stream.ext), scalars=list(stream.scalars))
     key = stream.key(h.counts)
     plan = build_plan(view, key)

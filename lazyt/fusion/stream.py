@@ -19,6 +19,7 @@ from .ir import CUSTOM, OperationIr, TensorIr, TensorStatus
 _NOT_INIT = TensorStatus.NOT_INIT
 _READ_ONLY = TensorStatus.READ_ONLY
 _CUSTOM = CUSTOM
+_new = tuple.__new__   # OperationIr((...)) without a Python-level constructor call
 
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
 
@@ -75,9 +76,18 @@ class OperationStream:
                               "Fusion layer (a tensor of another device's stack?)")
         r = len(self.irs)
         self.seen[tid] = r
-        self.irs.append(TensorIr(tid, x.shape, x.dtype, _READ_ONLY))
+        self.irs.append(TensorIr((tid, x.shape, x.dtype, _READ_ONLY)))
         self.ext.append((r, x.shape, x.dtype.name, tid))
         return r
+
+    def _rels(self, inputs: Sequence[FusionTensor]) -> list:
+        """The relative numbers of `inputs` (outside ones numbered on first read)."""
+        seen = self.seen
+        rels = []
+        for x in inputs:
+            r = seen.get(x.id)
+            rels.append(self._external(x) if r is None else r)
+        return rels
 
     def record(self, kind, op, args: tuple, inputs: Sequence[FusionTensor],
                scalars: tuple, shape: tuple, dtype: DType,
@@ -86,16 +96,30 @@ class OperationStream:
         layer: every elementwise op goes through here once."""
         seen = self.seen
         irs = self.irs
-        in_irs = []
-        key = [kind.label, None if op is None else op._value_, args]
-        for x in inputs:
-            r = seen.get(x.id)
+        label = kind.label
+        opv = None if op is None else op._value_
+        n = len(inputs)
+        if n == 1:   # the common arities without the generic loop
+            r = seen.get(inputs[0].id)
             if r is None:
-                r = self._external(x)
-            key.append(r)
-            in_irs.append(irs[r])
+                r = self._external(inputs[0])
+            in_irs = (irs[r],)
+            key = (label, opv, args, r)
+        elif n == 2:
+            r = seen.get(inputs[0].id)
+            if r is None:
+                r = self._external(inputs[0])
+            r2 = seen.get(inputs[1].id)
+            if r2 is None:
+                r2 = self._external(inputs[1])
+            in_irs = (irs[r], irs[r2])
+            key = (label, opv, args, r, r2)
+        else:
+            rels = self._rels(inputs)
+            in_irs = tuple([irs[r] for r in rels])
+            key = (label, opv, args, *rels)
         if scalars:
-            key.extend(map(type, scalars))
+            key += tuple(map(type, scalars))
             self.scalars.extend(scalars)
         h = self.handles
         tid = next_id()
@@ -104,12 +128,12 @@ class OperationStream:
         ref = _Ref(out, h.release)
         ref.tid = tid
         h.refs[tid] = ref
-        ir = TensorIr(tid, shape, dtype, _NOT_INIT)
+        ir = TensorIr((tid, shape, dtype, _NOT_INIT))
         seen[tid] = len(irs)
         irs.append(ir)
-        self.ops.append(OperationIr(kind, op, tuple(in_irs), (ir,), args, scalars, None,
-                                    location))
-        self.keys.append(tuple(key))
+        self.ops.append(_new(OperationIr, (kind, op, in_irs, (ir,), args, scalars, None,
+                                           location)))
+        self.keys.append(key)
         return out
 
     def record_custom(self, name: str, fn, inputs: Sequence[FusionTensor], outputs: Sequence,
@@ -117,26 +141,20 @@ class OperationStream:
         """Record an opaque custom op with outputs described by (shape, dtype) pairs."""
         seen = self.seen
         irs = self.irs
-        in_irs = []
-        rels = []
-        for x in inputs:
-            r = seen.get(x.id)
-            if r is None:
-                r = self._external(x)
-            rels.append(r)
-            in_irs.append(irs[r])
+        rels = self._rels(inputs)
+        in_irs = [irs[r] for r in rels]
         outs = []
         out_irs = []
         for shape, dtype in outputs:
             t = self.handles.new(tuple(shape), dtype)
-            ir = TensorIr(t.id, t.shape, dtype, _NOT_INIT)
+            ir = TensorIr((t.id, t.shape, dtype, _NOT_INIT))
             seen[t.id] = len(irs)
             irs.append(ir)
             outs.append(t)
             out_irs.append(ir)
         metas = tuple((t.shape, t.dtype.name) for t in outs)
-        self.ops.append(OperationIr(_CUSTOM, name, tuple(in_irs), tuple(out_irs), (), scalars,
-                                    fn, location))
+        self.ops.append(_new(OperationIr, (_CUSTOM, name, tuple(in_irs), tuple(out_irs), (),
+                                           scalars, fn, location)))
         self.keys.append((_CUSTOM, name, fn, metas, *rels))
         return outs
 

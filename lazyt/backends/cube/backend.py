@@ -20,7 +20,7 @@ import numpy as np
 from ... import dtype as dt
 from ... import shape as sh
 from ...dtype import DType
-from ...errors import DTypeError, ShapeError
+from ...errors import DeviceError, DTypeError, ShapeError
 from ...ops import ARG_REDUCTIONS, BinaryOp, ReduceOp, UnaryOp
 from ..base import Backend, binary_out_dtype, reduce_out_dtype
 from ..fused import run_generic
@@ -214,12 +214,20 @@ class CubeBackend(Backend):
 
     def alloc(self, op: str, shape: tuple, dtype: DType) -> CubeTensor:
         """A new contiguous, uninitialized tensor, with the size checks."""
-        shape = tuple(int(s) for s in shape)
-        n = self.check_numel(op, shape)
+        shape = tuple(map(int, shape))
+        n = 1
+        for s in shape:
+            n *= s
+        if n > MAX_ELEMENTS:
+            self.check_numel(op, shape)          # raises, naming the op
         nbytes = n * self.storage_of(dtype).itemsize
-        self.client.check_size(nbytes, f"{op}: a {dtype.name} tensor of shape {shape}")
-        return CubeTensor.new_contiguous(self.client, self.device, shape,
-                                         self.client.empty(nbytes), dtype)
+        client = self.client
+        try:
+            client.check_size(nbytes)
+        except DeviceError:                      # again, with the op's name in the message
+            client.check_size(nbytes, f"{op}: a {dtype.name} tensor of shape {shape}")
+            raise
+        return CubeTensor.new_contiguous(client, self.device, shape, client.empty(nbytes), dtype)
 
     # ------------------------------------------------------------------ transfer
     def shape_of(self, x: CubeTensor) -> tuple:
@@ -252,7 +260,12 @@ class CubeBackend(Backend):
         if x.num_elements == 0:
             return np.zeros(x.shape, x.dtype.np)
         x = into_contiguous(x)
-        raw = self.client.read(x.handle, x.num_elements * storage.itemsize)
+        nbytes = x.num_elements * storage.itemsize
+        read_array = getattr(self.client, "read_array", None)
+        if read_array is not None:   # a fresh writable array: viewed, not copied again
+            out = read_array(x.handle, nbytes).view(storage).reshape(x.shape)
+            return out if out.dtype == x.dtype.np else out.astype(x.dtype.np)
+        raw = self.client.read(x.handle, nbytes)
         out = np.frombuffer(raw, storage, x.num_elements).reshape(x.shape)
         if out.dtype != x.dtype.np:
             out = out.astype(x.dtype.np)

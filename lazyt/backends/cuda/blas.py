@@ -175,6 +175,11 @@ class Blas:
         self._compute = {"float32": int(ct.COMPUTE_32F), "float64": int(ct.COMPUTE_64F),
                          "float16": int(ct.COMPUTE_32F), "tf32": int(ct.COMPUTE_32F_FAST_TF32)}
         self._algo = int(cublas.GemmAlgo.DFALT)
+        ep = cublasLt.Epilogue   # as ints once: an enum's attribute costs host time per call
+        self._epi_relu, self._epi_relu_bias, self._epi_bias = (
+            int(ep.RELU), int(ep.RELU_BIAS), int(ep.BIAS))
+        self._bias_pointer = int(cublasLt.MatmulDescAttribute.BIAS_POINTER)
+        self._lt_error = cublasLt.cuBLASLtError
         self._unsupported = (int(cublas.Status.NOT_SUPPORTED), int(cublas.Status.INVALID_VALUE))
         # alpha = 1, beta = 0 as host scalars (pointer mode host), kept alive with `self`
         self._one32 = np.ones(1, np.float32)
@@ -333,9 +338,7 @@ class Blas:
         if bias is not None and bias % BIAS_ALIGNMENT:
             return False
         lt = self._lt
-        epilogue = lt.Epilogue
-        epi = int(epilogue.RELU if bias is None else
-                  epilogue.RELU_BIAS if relu else epilogue.BIAS)
+        epi = self._epi_relu if bias is None else self._epi_relu_bias if relu else self._epi_bias
         key = (dtype, tf32 and dtype == "float32", epi, p,
                _alignment(b, p.stride_a * itemsize), _alignment(a, p.stride_b * itemsize),
                _alignment(c, p.stride_c * itemsize))
@@ -352,8 +355,7 @@ class Blas:
             return False
         if bias is not None and entry.bias_set != bias:
             entry.bias[0] = bias
-            lt.matmul_desc_set_attribute(entry.desc, int(lt.MatmulDescAttribute.BIAS_POINTER),
-                                         entry.bias_p, 8)
+            lt.matmul_desc_set_attribute(entry.desc, self._bias_pointer, entry.bias_p, 8)
             entry.bias_set = bias
         one, zero = ((self._one64_p, self._zero64_p) if dtype == "float64" else
                      (self._one32_p, self._zero32_p))
@@ -362,7 +364,7 @@ class Blas:
             lt.matmul(self._lt_handle, entry.desc, one, b, first, a, second,
                       zero, c, out, c, out, entry.algo,
                       self._ws, WORKSPACE_BYTES, self.stream)
-        except lt.cuBLASLtError as e:
+        except self._lt_error as e:
             if getattr(e, "status", None) not in self._unsupported:
                 raise
             plans[key] = None

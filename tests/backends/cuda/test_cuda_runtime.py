@@ -233,3 +233,49 @@ def test_dlpack_export_through_cupy_or_a_clear_error():
             x.__dlpack__()
         return
     np.testing.assert_array_equal(cupy.from_dlpack(x).get(), [0.0, 1.0, 2.0, 3.0])
+
+
+def test_info_words_are_uploaded_once_per_content(backend):
+    client = backend.client
+    x = lazyt.tensor(np.arange(8, dtype=np.float32), device=DEV)
+    lazyt.sync()
+    for _ in range(3):
+        np.testing.assert_array_equal(((x * 2 + 1).relu() - 3).numpy(),
+                                      np.maximum(np.arange(8) * 2 + 1, 0) - 3)
+    held = dict(client._consts)
+    at = client._const_at
+    np.testing.assert_array_equal(((x * 2 + 1).relu() - 3).numpy(),
+                                  np.maximum(np.arange(8) * 2 + 1, 0) - 3)
+    assert client._const_at == at and client._consts == held   # nothing new was uploaded
+    y = lazyt.tensor(np.arange(12, dtype=np.float32), device=DEV)  # new shape: new info
+    np.testing.assert_array_equal((y * 2 + 1).numpy(), np.arange(12) * 2 + 1)
+    assert client._const_at > at
+
+
+def test_a_full_constant_arena_starts_over_with_right_results(backend, monkeypatch):
+    import lazyt.backends.cuda.client as cc
+    client = backend.client
+    monkeypatch.setattr(cc, "CONST_ARENA_BYTES", 4096)   # about 60 infos fit
+    client._const_at = 4000
+    outs = []
+    for i in range(300):                                  # distinct scalars: distinct infos
+        x = lazyt.tensor(np.full(5 + i % 7, float(i), np.float32), device=DEV)
+        outs.append((i, x * float(i) + float(i)))
+    for i, o in outs:
+        np.testing.assert_array_equal(o.numpy(), np.full(5 + i % 7, i * i + i, np.float32))
+    assert client._const_at <= 4096
+
+
+def test_linear_with_ready_inputs_runs_at_once_and_matches_numpy():
+    rng = np.random.default_rng(7)
+    x, w, b = (rng.standard_normal(s, dtype=np.float32) for s in ((64, 32), (16, 32), (16,)))
+    tx, tw, tb = (lazyt.tensor(v, device=DEV) for v in (x, w, b))
+    fusion = DEV.backend.inner
+    lazyt.sync()
+    outs = [Dispatch.helper("linear", tx, tw, tb) for _ in range(3)]
+    assert fusion.pending == 0
+    for o in outs:
+        np.testing.assert_allclose(o.numpy(), x @ w.T + b, rtol=1e-5, atol=1e-5)
+    pending = Dispatch.helper("linear", tx * 2.0, tw, tb)     # a pending input: recorded
+    assert fusion.pending == 2
+    np.testing.assert_allclose(pending.numpy(), (2 * x) @ w.T + b, rtol=1e-5, atol=1e-4)
