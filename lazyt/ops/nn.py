@@ -12,7 +12,7 @@ from .. import dtype as dt
 from .. import shape as sh
 from ..errors import InvalidArgumentError, ShapeError
 from .codes import BinaryOp, ReduceOp, UnaryOp
-from .declare import OpDef, declare, optional, static, tensor, value
+from .declare import Grad, OpDef, declare, optional, static, tensor, value
 from .meta import same_dtype
 from .reduce import check_dims
 
@@ -189,9 +189,41 @@ def _linear(B, x, weight, bias=None):
     return B.matmul(x, wt)
 
 
+def _linear_reads(ctx):
+    # x for the weight's gradient, the weight for x's
+    return tuple(n for n, other in (("x", "weight"), ("weight", "x")) if ctx.needs(other))
+
+
+def _linear_grad(B, g, ctx):
+    """x: g @ weight; weight: g^T @ x over the rows folded into one product, so the gradient
+    comes out in the weight's own [out, in] layout (as the decomposed form's matmul gradient,
+    it would be the transpose of an [in, out] product: a strided view every optimizer step
+    reads); bias: g, summed back to [out] by the layer."""
+    out = {}
+    gshape = B.shape_of(g)           # x's batch dims + (out,)
+    n_out = gshape[-1]
+    if ctx.needs("x"):
+        w = ctx.saved("weight")
+        if len(gshape) == 1:
+            out["x"] = B.reshape(B.matmul(B.reshape(g, (1, n_out)), w), (B.shape_of(w)[1],))
+        else:
+            out["x"] = B.matmul(g, B.reshape(w, (1,) * (len(gshape) - 2) + B.shape_of(w)))
+    if ctx.needs("weight"):
+        x = ctx.saved("x")
+        xshape = B.shape_of(x)
+        rows = 1
+        for d in xshape[:-1]:
+            rows *= d
+        g2 = B.reshape(g, (rows, n_out))
+        out["weight"] = B.matmul(B.permute(g2, (1, 0)), B.reshape(x, (rows, xshape[-1])))
+    if ctx.needs("bias"):
+        out["bias"] = g
+    return out
+
+
 linear = declare(OpDef(
     "linear", (tensor("x"), tensor("weight"), optional("bias")), _linear_meta,
-    decompose=_linear,
+    decompose=_linear, grad=Grad(_linear_grad, reads=_linear_reads),
     doc="`x @ weight^T (+ bias)`: x [..., in], weight [out, in], bias [out] (nn.Linear)."))
 
 
