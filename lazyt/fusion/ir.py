@@ -42,8 +42,12 @@ class TensorIr(list):
     def status(self, value: "TensorStatus") -> None:
         self[3] = value
 
-    __eq__ = object.__eq__
-    __ne__ = object.__ne__
+    def __eq__(self, other) -> bool:
+        return self is other
+
+    def __ne__(self, other) -> bool:
+        return self is not other
+
     __hash__ = object.__hash__
 
     def copy(self) -> "TensorIr":
@@ -101,8 +105,12 @@ class OperationIr(tuple):
     fn = property(itemgetter(6))
     location = property(itemgetter(7))
 
-    __eq__ = object.__eq__
-    __ne__ = object.__ne__
+    def __eq__(self, other) -> bool:
+        return self is other
+
+    def __ne__(self, other) -> bool:
+        return self is not other
+
     __hash__ = object.__hash__
 
     @property

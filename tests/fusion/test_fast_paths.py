@@ -89,13 +89,14 @@ def test_ir_records_compare_by_identity():
     a = TensorIr((1, (2,), lazyt.float32, TensorStatus.NOT_INIT))
     b = TensorIr((1, (2,), lazyt.float32, TensorStatus.NOT_INIT))
     assert a != b and a == a and len({a, b}) == 2
+    assert a != [1, (2,), lazyt.float32, TensorStatus.NOT_INIT] and not (list(a) == a)
     a.status = TensorStatus.READ_WRITE
     assert a.status is TensorStatus.READ_WRITE and b.status is TensorStatus.NOT_INIT
     c = a.copy()
     assert c is not a and (c.id, c.shape, c.dtype, c.status) == (a.id, a.shape, a.dtype, a.status)
     op = OperationIr((None, B.ADD, (a,), (b,), ("tt",), (), None, None))
     same = OperationIr((None, B.ADD, (a,), (b,), ("tt",), (), None, None))
-    assert op != same and op.name == "add" and op.inputs == (a,) and op.outputs == (b,)
+    assert op != same and op != tuple(op) and op.name == "add" and op.inputs == (a,) and op.outputs == (b,)
 
 
 # ---------------------------------------------------------------------------- _run_now

@@ -44,6 +44,13 @@ CONST_MAX_BYTES = 1024
 CONST_ARENA_BYTES = 1 << 20
 #: Alignment of each launch's host data in the ring.
 _ALIGN = 16
+
+
+def _slot(nbytes: int) -> int:
+    """Bytes a piece of host data takes in the ring or the constant arena (aligned)."""
+    return -(-max(nbytes, 1) // _ALIGN) * _ALIGN
+
+
 #: CUDA's grid limits per dimension (x, y, z).
 GRID_LIMITS = (2 ** 31 - 1, 65535, 65535)
 
@@ -312,12 +319,16 @@ class CudaClient(cube.ComputeClient):
                                   self.stream)
         self.launches += 1
 
-    def _upload_host_data(self, name: str, bindings: Sequence[Any], ptrs: list) -> None:
+    def _upload_host_data(self, name: str, bindings: Sequence[Any], ptrs: list,
+                          shared: bool = True) -> None:
         """Copy the launch's host-data bindings into the ring, fill in their device addresses.
         Small ones (info words) come from the constant arena instead, uploaded once per
-        content (outside a graph capture: a graph owns the data it reads)."""
-        if self._graph is None:
+        content (`shared`; outside a graph capture: a graph owns the data it reads). When the
+        arena cannot hold this launch's new contents it starts over before any of the
+        launch's addresses is taken, so no binding points at a slot another one overwrites."""
+        if shared and self._graph is None:
             consts = self._consts
+            keys = []
             rest = False
             for i, (b, p) in enumerate(zip(bindings, ptrs)):
                 if p is not None:
@@ -332,6 +343,11 @@ class CudaClient(cube.ComputeClient):
                 if len(key) > CONST_MAX_BYTES:
                     rest = True
                     continue
+                keys.append((i, key))
+            need = sum(_slot(len(key)) for _, key in keys if key not in consts)
+            if need and self._const_at + need > CONST_ARENA_BYTES:
+                self._const_reset()
+            for i, key in keys:
                 at = consts.get(key)
                 ptrs[i] = self._const_put(key) if at is None else at
             if not rest:
@@ -350,7 +366,7 @@ class CudaClient(cube.ComputeClient):
                                  "expected a CubeTensor, a buffer handle, or a numpy array / "
                                  "bytes")
             chunks.append((i, size, raw))
-            size += -(-max(raw.nbytes, 1) // _ALIGN) * _ALIGN
+            size += _slot(raw.nbytes)
         if size > RING_BYTES:
             raise ShapeError(f"launch of {name!r}: {size} bytes of host data exceed the "
                              f"{RING_BYTES}-byte upload ring; pass large data as a buffer")
@@ -376,16 +392,21 @@ class CudaClient(cube.ComputeClient):
                                     self.stream)
         self._ring_at = at + size
 
+    def _const_reset(self) -> None:
+        """Empty the constant arena, after the queued kernels (which may read any slot)."""
+        self.stream.synchronize()
+        self._consts.clear()
+        self._const_at = 0
+
     def _const_put(self, data: bytes) -> int:
-        """Upload `data` to a new slot of the constant arena; its device address. A full
-        arena waits for the queued kernels (which may read any slot) and starts over."""
+        """Upload `data` to a new slot of the constant arena (the caller made room); its
+        device address."""
         n = len(data)
-        size = -(-max(n, 1) // _ALIGN) * _ALIGN
+        size = _slot(n)
         at = self._const_at
-        if at + size > CONST_ARENA_BYTES:
-            self.stream.synchronize()
-            self._consts.clear()
-            at = 0
+        if at + size > CONST_ARENA_BYTES:   # (one launch's data larger than the arena)
+            raise ShapeError(f"{n} bytes of host data do not fit the {CONST_ARENA_BYTES}-byte "
+                             "constant arena")
         if n:
             self._const_host[at:at + n] = np.frombuffer(data, np.uint8)
             self._drv.memcpy_htod_async(self._const_base + at, self._const_host[at:at + n],
@@ -399,10 +420,11 @@ class CudaClient(cube.ComputeClient):
     def host_data(self, data: np.ndarray) -> int:
         """The device address of a copy of `data` (host data for a library call, such as
         cuBLAS's pointer arrays), queued in stream order: valid for work queued after it until
-        the upload ring wraps (a graph being captured keeps it for its life)."""
+        the upload ring wraps (a graph being captured keeps it for its life). Never shared
+        with another caller's data (the constant arena is for launches' info words)."""
         self.context.activate()
         ptrs = [None]
-        self._upload_host_data("host data", [data], ptrs)
+        self._upload_host_data("host data", [data], ptrs, shared=False)
         return ptrs[0]
 
     # ------------------------------------------------------------------ CUDA graphs

@@ -279,3 +279,21 @@ def test_linear_with_ready_inputs_runs_at_once_and_matches_numpy():
     pending = Dispatch.helper("linear", tx * 2.0, tw, tb)     # a pending input: recorded
     assert fusion.pending == 2
     np.testing.assert_allclose(pending.numpy(), (2 * x) @ w.T + b, rtol=1e-5, atol=1e-4)
+
+
+def test_two_host_data_bindings_survive_a_full_constant_arena(backend, monkeypatch):
+    import lazyt.backends.cuda.client as cc
+    client = backend.client
+    text = ('extern "C" __global__ void kernel(float* out, const unsigned int* a, '
+            'const unsigned int* b) {\n'
+            '    const unsigned int i = threadIdx.x;\n'
+            '    if (i < 4u) { out[i] = (float)a[i] + 10.0f * (float)b[i]; }\n}\n')
+    k = TextKernelSource("two_infos", "cuda", text, cube_dim=CubeDim(32))
+    out = backend.alloc("two_infos", (4,), lazyt.float32)
+    a = np.array([1, 2, 3, 4], np.uint32)
+    monkeypatch.setattr(cc, "CONST_ARENA_BYTES", 256)
+    client.launch(k, CubeCount(1), [out, a, np.zeros(4, np.uint32)])   # a is cached
+    for i in range(40):                                                  # fill the arena
+        client.launch(k, CubeCount(1), [out, np.full(4, i, np.uint32), a])
+    client.launch(k, CubeCount(1), [out, a, np.array([5, 6, 7, 8], np.uint32)])
+    np.testing.assert_array_equal(backend.to_numpy(out), [51, 62, 73, 84])
