@@ -125,7 +125,7 @@ def binary(op: BinaryOp, a, b) -> DT:
                 common_device(op.value, (a, b))
             be = dev.backend
             fast = be.fast
-            if fast is not None and _CAPTURE.session is None:  # same shape and float dtype
+            if fast is not None and _CAPTURE.session is None:  # one float dtype, untracked
                 out = fast.fast_binary(op, a.primitive, b.primitive)
                 if out is not None:
                     return a._result_type(out, dev)

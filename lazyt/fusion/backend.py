@@ -26,6 +26,7 @@ from ..backends.base import Backend, kernel_of, missing_kernel
 from ..backends.selectors import register_layer
 from ..config import debug_level
 from ..dtype import DType
+from ..shape import broadcast as _broadcast
 from ..capture_state import STATE as _CAPTURE
 from ..capture_state import refuse as _refuse
 from ..errors import CaptureError, DTypeError, FusionError, MetadataMismatchError
@@ -132,8 +133,9 @@ class Fusion(Backend):
     # ---------------------------------------------------------------- the front end's fast path
     def fast_binary(self, op: BinaryOp, a, b) -> FT | None:
         """`binary(op, a, b)` for the front end's commonest call, recorded without the generic
-        checks: two float tensors of this layer with one shape and dtype, or one such tensor
-        and a Python int or float (either side), for an op whose result keeps that dtype.
+        checks: two float tensors of this layer with one dtype (broadcasting), or one such
+        tensor and a Python int or float (either side), for an op whose result keeps that
+        dtype.
         None for anything else (the caller then takes the general path, which gives the same
         op for these cases: the tests compare both)."""
         if op._value_ not in _FAST_BINARY:
@@ -141,15 +143,17 @@ class Fusion(Backend):
         ta, tb = type(a), type(b)
         if ta is FT:
             d = a.dtype
+            shape = a.shape
             if tb is FT:
-                if b.dtype is not d or b.shape != a.shape:
+                if b.dtype is not d:
                     return None
+                if b.shape != shape:    # the shape rule's own broadcast (and its error)
+                    shape = _broadcast(op._value_, shape, b.shape)
                 pat, ins, sc = _TT, (a, b), _EMPTY
             elif tb is float or tb is int:
                 pat, ins, sc = _TS, (a,), (b,)
             else:
                 return None
-            shape = a.shape
         elif tb is FT and (ta is float or ta is int):
             d = b.dtype
             pat, ins, sc, shape = _ST, (b,), (a,), b.shape

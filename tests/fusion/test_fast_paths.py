@@ -1,8 +1,8 @@
 """The recording hot path's shortcuts give what the general path gives.
 
 - `Fusion.fast_binary` / `fast_unary`: the front end records the commonest elementwise calls
-  (same-shape float tensors, a float tensor and a Python number, unary float ops) straight on
-  the Fusion layer. Every call that is not such a case returns None and takes the general path.
+  (float tensors of one dtype, broadcasting; a float tensor and a Python number; unary float
+  ops) straight on the Fusion layer. Every other call returns None and takes the general path.
 - `_run_now`: on an asynchronous base a composite kernel whose inputs all have values is
   launched at once instead of recorded; a pending input, a capture or an open report records
   it as before.
@@ -28,8 +28,11 @@ def test_fast_binary_records_the_general_paths_op(dtype):
     a = lazyt.tensor(np.arange(1, 7, dtype=np.float32).reshape(2, 3), dtype=dtype)
     b = lazyt.tensor(np.linspace(0.5, 3, 6, dtype=np.float32).reshape(2, 3), dtype=dtype)
     fusion = dev.backend.inner
+    row = lazyt.tensor(np.array([0.5, -1.0, 2.0], np.float32), dtype=dtype)
+    col = lazyt.tensor(np.array([[2.0], [3.0]], np.float32), dtype=dtype)
     cases = [lambda: a * b, lambda: a - 2, lambda: 2 - a, lambda: a ** 2.5, lambda: 3.0 / a,
-             lambda: lazyt.maximum(a, b), lambda: a.exp(), lambda: a.relu(), lambda: -a]
+             lambda: lazyt.maximum(a, b), lambda: a.exp(), lambda: a.relu(), lambda: -a,
+             lambda: a + row, lambda: col * a, lambda: row - col]
     for case in cases:
         lazyt.sync()
         fast = case()
@@ -51,17 +54,33 @@ def test_cases_outside_the_fast_path_are_unchanged():
     f32 = up(F, [1.0, 2.0])
     i64 = F.from_numpy(np.array([1, 2], np.int64))
     f64 = F.from_numpy(np.array([1.0, 2.0]))
-    row = up(F, [[1.0, 2.0]])
     assert F.fast_binary(B.EQ, f32, f32) is None          # a bool result
     assert F.fast_binary(B.ADD, i64, 1) is None           # integers: range checks, wraparound
     assert F.fast_binary(B.ADD, f32, f64) is None         # promotion
-    assert F.fast_binary(B.ADD, f32, row) is None         # broadcasting
     assert F.fast_binary(B.ADD, f32, True) is None        # bool is not a number here
     assert F.fast_binary(B.ADD, f32, np.float32(1)) is None
     assert F.fast_binary(B.BITAND, f32, f32) is None
     assert F.fast_unary(U.NOT, f32) is None
     assert F.fast_unary(U.EXP, i64) is None
     assert F.pending == 0
+
+
+def test_shapes_that_do_not_broadcast_raise_the_general_paths_error():
+    a, c = lazyt.randn(2, 3), lazyt.randn(4)
+    lazyt.sync()
+    with pytest.raises(lazyt.ShapeError) as fast:
+        a + c
+    fusion = lazyt.device("cpu").backend.inner
+    keep, fusion.fast = fusion.fast, None
+    lazyt.device("cpu").backend.fast = None
+    try:
+        with pytest.raises(lazyt.ShapeError) as slow:
+            a + c
+    finally:
+        fusion.fast = lazyt.device("cpu").backend.fast = keep
+    assert str(fast.value) == str(slow.value) and "add" in str(fast.value)
+    assert fusion.pending == 0
+    np.testing.assert_allclose((a + 1).numpy(), a.numpy() + 1)   # still usable
 
 
 def test_tracked_tensors_and_parameters_take_the_right_path():
