@@ -29,14 +29,14 @@ from ..dtype import DType
 from ..shape import broadcast as _broadcast
 from ..capture_state import STATE as _CAPTURE
 from ..capture_state import refuse as _refuse
-from ..errors import CaptureError, DTypeError, FusionError, MetadataMismatchError
+from ..errors import CaptureError, DTypeError, FusionError
 from ..ops import BinaryOp, Out, ParamKind, UnaryOp, kernel_when
 from .cache import PlanCache
 from .extension import run as _run_extension
 from .handle import Failure, FusionTensor, Handles
 from .inspect import _ACTIVE
 from .optimizer import build_plan
-from .plan import RUNNERS, Program, execute
+from .plan import RUNNERS, Program, check_declared, execute
 from .stream import OperationStream, user_location
 
 FT = FusionTensor
@@ -135,9 +135,8 @@ class Fusion(Backend):
         """`binary(op, a, b)` for the front end's commonest call, recorded without the generic
         checks: two float tensors of this layer with one dtype (broadcasting), or one such
         tensor and a Python int or float (either side), for an op whose result keeps that
-        dtype.
-        None for anything else (the caller then takes the general path, which gives the same
-        op for these cases: the tests compare both)."""
+        dtype. None for anything else: the caller then takes the general path, which records
+        the same op for these cases (the tests compare both)."""
         if op._value_ not in _FAST_BINARY:
             return None
         ta, tb = type(a), type(b)
@@ -578,12 +577,7 @@ def _run_now(F: "Fusion", made: tuple, tensors: list, values: list, shape: tuple
                 return None
             prims.append(v)
         out = made[0](*prims, *values)
-        inner = F.inner
-        got_shape, got_dtype = tuple(inner.shape_of(out)), inner.dtype_of(out)
-        if got_shape != shape or got_dtype is not dtype:
-            raise MetadataMismatchError(
-                f"{made[1]}: output 0 is {got_shape}:{got_dtype.name} but the metadata "
-                f"declared {shape}:{dtype.name}")
+        check_declared(F.inner, made[1], 0, out, shape, dtype)
         for t in tensors:    # the kernel's output may be a view of an input: never reuse one
             h.reusable.discard(t.id)
         res = h.new(shape, dtype)

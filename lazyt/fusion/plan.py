@@ -38,11 +38,17 @@ def _check_output(b, op, i: int, out) -> None:
     """A custom op's real output against what its metadata declared when it was recorded
     (a tuple compare: always on; every later op was planned with the declared shape)."""
     ir = op.outputs[i]
-    shape, dtype = tuple(b.shape_of(out)), b.dtype_of(out)
-    if shape != ir.shape or dtype is not ir.dtype:
+    check_declared(b, op.name, i, out, ir.shape, ir.dtype)
+
+
+def check_declared(b, name: str, i: int, out, shape: tuple, dtype) -> None:
+    """`MetadataMismatchError` naming op `name` when its output `i` (a primitive of backend
+    `b`) is not of the declared `shape` and `dtype`."""
+    got_shape, got_dtype = tuple(b.shape_of(out)), b.dtype_of(out)
+    if got_shape != shape or got_dtype is not dtype:
         raise MetadataMismatchError(
-            f"{op.name}: output {i} is {shape}:{dtype.name} but the metadata declared "
-            f"{ir.shape}:{ir.dtype.name}")
+            f"{name}: output {i} is {got_shape}:{got_dtype.name} but the metadata declared "
+            f"{shape}:{dtype.name}")
 
 
 # kind -> fn(inner backend, OperationIr, *input primitives) -> output primitive(s); the Fusion

@@ -12,9 +12,15 @@ def _matmul_meta(lhs, rhs):
     return shape, lhs.dtype
 
 
-def _matmul_reads(ctx):
-    # each operand is read only for the other one's gradient
-    return tuple(n for n, other in (("lhs", "rhs"), ("rhs", "lhs")) if ctx.needs(other))
+def cross_reads(a: str, b: str):
+    """`Grad.reads` of a product of `a` and `b`: each operand is read only for the other
+    one's gradient."""
+    def reads(ctx):
+        return tuple(n for n, other in ((a, b), (b, a)) if ctx.needs(other))
+    return reads
+
+
+_matmul_reads = cross_reads("lhs", "rhs")
 
 
 def _matmul_grad(B, g, ctx):

@@ -13,6 +13,7 @@ from .. import shape as sh
 from ..errors import InvalidArgumentError, ShapeError
 from .codes import BinaryOp, ReduceOp, UnaryOp
 from .declare import Grad, OpDef, declare, optional, static, tensor, value
+from .matmul import cross_reads
 from .meta import same_dtype
 from .reduce import check_dims
 
@@ -189,11 +190,6 @@ def _linear(B, x, weight, bias=None):
     return B.matmul(x, wt)
 
 
-def _linear_reads(ctx):
-    # x for the weight's gradient, the weight for x's
-    return tuple(n for n, other in (("x", "weight"), ("weight", "x")) if ctx.needs(other))
-
-
 def _linear_grad(B, g, ctx):
     """x: g @ weight; weight: g^T @ x over the rows folded into one product, so the gradient
     comes out in the weight's own [out, in] layout (as the decomposed form's matmul gradient,
@@ -211,9 +207,7 @@ def _linear_grad(B, g, ctx):
     if ctx.needs("weight"):
         x = ctx.saved("x")
         xshape = B.shape_of(x)
-        rows = 1
-        for d in xshape[:-1]:
-            rows *= d
+        rows = sh.numel(xshape[:-1])
         g2 = B.reshape(g, (rows, n_out))
         out["weight"] = B.matmul(B.permute(g2, (1, 0)), B.reshape(x, (rows, xshape[-1])))
     if ctx.needs("bias"):
@@ -223,7 +217,7 @@ def _linear_grad(B, g, ctx):
 
 linear = declare(OpDef(
     "linear", (tensor("x"), tensor("weight"), optional("bias")), _linear_meta,
-    decompose=_linear, grad=Grad(_linear_grad, reads=_linear_reads),
+    decompose=_linear, grad=Grad(_linear_grad, reads=cross_reads("x", "weight")),
     doc="`x @ weight^T (+ bias)`: x [..., in], weight [out, in], bias [out] (nn.Linear)."))
 
 

@@ -333,17 +333,12 @@ class CudaClient(cube.ComputeClient):
             for i, (b, p) in enumerate(zip(bindings, ptrs)):
                 if p is not None:
                     continue
-                if type(b) is bytes:
-                    key = b
-                elif isinstance(b, np.ndarray) and b.nbytes <= CONST_MAX_BYTES:
-                    key = b.tobytes()
+                key = b if type(b) is bytes else b.tobytes() if (
+                    isinstance(b, np.ndarray) and b.nbytes <= CONST_MAX_BYTES) else None
+                if key is None or len(key) > CONST_MAX_BYTES:   # large: through the ring
+                    rest = True
                 else:
-                    rest = True
-                    continue
-                if len(key) > CONST_MAX_BYTES:
-                    rest = True
-                    continue
-                keys.append((i, key))
+                    keys.append((i, key))
             need = sum(_slot(len(key)) for _, key in keys if key not in consts)
             if need and self._const_at + need > CONST_ARENA_BYTES:
                 self._const_reset()
