@@ -27,7 +27,7 @@ from ..fused import run_generic
 from . import replay as _replay
 from .client import ComputeClient
 from .launch import broadcast_strides, coalesce, info_words, split_block
-from .renderer import FUSED_VEC_PER_THREAD, FUSED_VEC_WG, WG
+from .renderer import WG
 from .source import DEFAULT_ENTRY, CubeCount, TextKernelSource, elem_storage, filled_kernel
 from .tensor import CubeTensor, contiguous_strides
 
@@ -517,7 +517,8 @@ class CubeBackend(Backend):
             n4 = n // 4
             info = info_words([n4, *(x.offset for x in inputs), *words])
             self.client.launch(self.renderer.fused_kernel(block, True, splat),
-                               self.groups_for(n4, FUSED_VEC_PER_THREAD * FUSED_VEC_WG),
+                               self.groups_for(n4, self.renderer.fused_vec_per_thread *
+                                               self.renderer.fused_vec_wg),
                                [*inputs, *outs, info])
             return outs
         head, tails, strided = [], [], 0

@@ -105,6 +105,9 @@ class Renderer:
     wide_types = frozenset({"double", "long long"})
     #: The 4-vector type of each scalar type (vec4 fused kernels).
     vec4_types: dict[str, str] = {"float": "float4", "int": "int4", "unsigned int": "uint4"}
+    #: The vec4 fused kernel's shape: 4-vectors per invocation, invocations per workgroup.
+    fused_vec_per_thread = FUSED_VEC_PER_THREAD
+    fused_vec_wg = FUSED_VEC_WG
     #: The file defining the `lz_*` helper functions, and the first line of a definition
     #: (group 1: the helper's name). A definition ends where its braces balance.
     helper_file: Path | None = None
@@ -462,7 +465,7 @@ class Renderer:
                                *(self.type_of(ins.dtype).storage for ins in block.instrs))
         helpers = self.helpers_for(*program)
         if vec4:
-            body, wg = self._fused_vec4_body(block, in_t, out_t, used, splat), FUSED_VEC_WG
+            body, wg = self._fused_vec4_body(block, in_t, out_t, used, splat), self.fused_vec_wg
         else:
             body, wg = self._fused_strided_body(block, in_t, out_t, used, program), WG
         return prelude + self.kernel(bindings, helpers, body, wg)
@@ -479,7 +482,7 @@ class Renderer:
         return body
 
     def _fused_vec4_body(self, block, in_t, out_t, used, splat) -> list[str]:
-        per, wg = FUSED_VEC_PER_THREAD, FUSED_VEC_WG
+        per, wg = self.fused_vec_per_thread, self.fused_vec_wg
         body = [self.let("first", f"{self.group_index()} * {wg * per}u + lid"),
                 self.let("n4", "info[0]")]
         body += self.scalar_lines(block.scalars, 1 + len(in_t))
@@ -517,7 +520,7 @@ class Renderer:
         """`fused(block, vec4, splat)` as a kernel (memoized per block object and form: a block
         run again is neither rendered nor hashed again)."""
         return self._source("fused", self.fused(block, vec4, splat),
-                            FUSED_VEC_WG if vec4 else WG)
+                            self.fused_vec_wg if vec4 else WG)
 
     # ------------------------------------------------------------------ reductions
     @functools.lru_cache(maxsize=256)

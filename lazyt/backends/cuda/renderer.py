@@ -28,6 +28,11 @@ class CudaRenderer(Renderer):
     bit_types = {1: "unsigned char", 2: "unsigned short", 4: "unsigned int",
                  8: "unsigned long long"}
     helper_file = _KERNELS / "helpers.cuh"
+    #: One float4 per thread, 256 threads: on the H200 the 5-op chain over 64M floats ran in
+    #: 129.7 µs this way against 131.4 µs with the shared default (two per thread, 128 threads)
+    #: and torch.compile's 130.7 µs (CUDA events, one process, three runs each).
+    fused_vec_per_thread = 1
+    fused_vec_wg = 256
     unary_table = {**UNARY, UnaryOp.SIGN: {**UNARY[UnaryOp.SIGN],
                                            "float": Select("lz_isnan({x})", "{x}",
                                                            "lz_sign({x})")}}

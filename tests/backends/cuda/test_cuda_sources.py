@@ -258,3 +258,29 @@ def test_small_ints_are_real_narrow_types_computed_in_int():
     b = CudaBackend(RecordingClient(), "cuda:0")
     assert b._scalar_words(-5, dt.int8) == (0xFFFFFFFB,)
     assert b._scalar_words(200, dt.uint8) == (200,)
+
+
+def test_vec4_fused_kernel_shape_is_the_renderers():
+    """The vec4 fused kernel's shape belongs to the renderer: CUDA runs one float4 per thread
+    in 256-thread blocks, WGSL keeps two per invocation in 128; the launch's grid follows."""
+    from lazyt.backends.wgpu.renderer import WgslRenderer
+    f32 = dt.float32
+    block = FusedBlock(shape=(1 << 20,), inputs=(((1 << 20,), f32),), scalars=(f32,),
+                       instrs=(FusedInstr("binary", BinaryOp.MUL, (Ref("in", 0), Ref("sc", 0)),
+                                          f32),), outputs=(0,))
+    assert (CUDA.fused_vec_per_thread, CUDA.fused_vec_wg) == (1, 256)
+    assert (WgslRenderer.fused_vec_per_thread, WgslRenderer.fused_vec_wg) == (2, 128)
+    text = CUDA.fused(block, True, (False,))
+    assert text.count("q = first + ") == 1 and "* 256u + lid" in text
+    wgsl = WgslRenderer().fused(block, True, (False,))
+    assert wgsl.count("q = first + ") == 2 and "@workgroup_size(128" in wgsl
+    client = RecordingClient()
+    grids = []
+    launch = client.launch
+    client.launch = lambda kernel, count, bindings: (grids.append(count),
+                                                     launch(kernel, count, bindings))
+    b = CudaBackend(client, "cuda:0")
+    b.replay = False
+    x = CubeTensor(client, "cuda:0", (1 << 20,), (1,), FakeHandle(4 << 20), f32, 0)
+    b.run_fused(block, [x], [2.0])
+    assert [(g.x * g.y * g.z) for g in grids] == [(1 << 18) // 256]
