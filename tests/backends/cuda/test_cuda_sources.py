@@ -133,7 +133,14 @@ def recorded():
         b.softmax(x, 1)
         b.layer_norm(x, 1, 1e-5, t((64,), d), t((64,), d))
         b.attention(t((2, 4, 16, 8), d), t((2, 4, 16, 8), d), t((2, 4, 16, 8), d),
-                    t((2, 1, 1, 16), d), 0.5)
+                    t((2, 1, 1, 16), d), 0.5)                      # fused (attention.cu)
+        b.attention(t((3, 40, 7), d), t((3, 9, 7), d), t((3, 9, 24), d), None, 0.5)
+        b.ATTENTION_TPR, b.ATTENTION_MAX_D = 4, 64    # threads sharing rows, 64-wide heads
+        b.attention(t((2, 4, 16, 64), d), t((2, 4, 16, 64), d), t((2, 4, 16, 64), d),
+                    t((2, 4, 16, 16), d), 0.5)
+        del b.ATTENTION_TPR, b.ATTENTION_MAX_D
+        b.attention(t((2, 4, 16, 80), d), t((2, 4, 16, 80), d), t((2, 4, 16, 80), d),
+                    t((2, 1, 1, 16), d), 0.5)                      # too wide: three launches
     for d in (dt.float32, dt.float64, dt.float16, dt.int32, dt.int64):
         b._kernel_matmul(t((3, 5), d), t((5, 7), d), None, False, (3, 7), (), 3, 7, 5)
         b._kernel_matmul(t((2, 3, 5), d), t((5, 7), d), t((7,), d), True, (2, 3, 7), (2,), 3,
@@ -184,7 +191,8 @@ def test_every_template_and_generated_kind_is_launched(recorded):
                  ("reduce", "reduce_threads"), ("scan", "scan_rows"), ("scan", "scan_lines"),
                  ("gather", "kernel"), ("check_index", "kernel"), ("scatter_add", "kernel"),
                  ("rows", "softmax_rows"), ("rows", "layer_norm_rows"),
-                 ("rows", "attention_rows"), ("matmul", "matmul"), ("matmul", "matmul_bias"),
+                 ("rows", "attention_rows"), ("attention", "attention_fused"),
+                 ("matmul", "matmul"), ("matmul", "matmul_bias"),
                  ("fused", "kernel"), ("cast", "kernel"), ("where", "kernel")]:
         assert want in names, want
 

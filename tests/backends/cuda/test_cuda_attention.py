@@ -1,0 +1,168 @@
+"""The cuda backend's one-kernel attention (kernels/attention.cu) against numpy and against
+the three-launch path it replaces: head widths up to ATTENTION_MAX_D, key counts off the tile
+size, strided (permuted) heads, broadcast and full masks, rows that see no key, and the
+fallback for wider heads. Runs on the GPU machine."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import lazyt
+from lazyt.errors import DeviceError
+
+
+def _cuda():
+    try:
+        dev = lazyt.device("cuda")
+        dev.backend  # noqa: B018
+        return dev
+    except DeviceError:
+        return None
+
+
+DEV = _cuda()
+pytestmark = pytest.mark.skipif(DEV is None, reason="no CUDA device (pycuda, a GPU and its "
+                                                    "driver are needed); runs on the GPU machine")
+
+
+@pytest.fixture
+def backend():
+    return DEV.base_backend
+
+
+@pytest.fixture
+def entries(backend, monkeypatch):
+    """The entry names of the kernels launched while the test runs."""
+    seen = []
+    launch = backend.client.launch
+
+    def spy(kernel, count, bindings):
+        seen.append(getattr(kernel, "entry", None))
+        return launch(kernel, count, bindings)
+
+    monkeypatch.setattr(backend.client, "launch", spy)
+    monkeypatch.setattr(backend, "replay", False)
+    return seen
+
+
+def reference(q, k, v, mask, scale):
+    s = np.einsum("...qd,...kd->...qk", q.astype(np.float64), k.astype(np.float64)) * scale
+    if mask is not None:
+        s = s + mask
+    m = s.max(-1, keepdims=True)
+    dead = ~np.isfinite(m)
+    e = np.where(dead, 0.0, np.exp(s - np.where(dead, 0.0, m)))
+    tot = e.sum(-1, keepdims=True)
+    p = np.where(tot > 0, e / np.where(tot > 0, tot, 1), 0.0)
+    return np.einsum("...qk,...kd->...qd", p, v.astype(np.float64))
+
+
+def _run(backend, q, k, v, mask, scale):
+    t = backend.from_numpy
+    out = backend.attention(t(q), t(k), t(v), None if mask is None else t(mask), scale)
+    return backend.to_numpy(out)
+
+
+SHAPES = [((2, 3), 16, 16, 8, 8), ((4, 12), 128, 128, 32, 32), ((2,), 70, 33, 7, 32),
+          ((), 1, 1, 1, 1), ((3, 2), 129, 100, 32, 32), ((1, 1, 2), 5, 31, 3, 17),
+          ((2, 2), 200, 64, 16, 24)]
+
+
+@pytest.mark.parametrize("lead,lq,lk,d,dv", SHAPES)
+def test_fused_attention_matches_numpy(backend, entries, lead, lq, lk, d, dv):
+    rng = np.random.default_rng(lq * 7 + lk)
+    q = rng.standard_normal(lead + (lq, d), dtype=np.float32)
+    k = rng.standard_normal(lead + (lk, d), dtype=np.float32)
+    v = rng.standard_normal(lead + (lk, dv), dtype=np.float32)
+    mask = rng.standard_normal(lead + (lq, lk)).astype(np.float32)
+    for m in (None, mask):
+        got = _run(backend, q, k, v, m, 1 / np.sqrt(d))
+        np.testing.assert_allclose(got, reference(q, k, v, m, 1 / np.sqrt(d)), rtol=2e-5,
+                                   atol=2e-5)
+    assert entries.count("attention_fused") == 2 and "attention_rows" not in entries
+
+
+@pytest.mark.parametrize("tpr", [2, 4, 8])
+@pytest.mark.parametrize("lead,lq,lk,d,dv", [SHAPES[1], SHAPES[2], SHAPES[5],
+                                            ((2, 2), 70, 90, 64, 64), ((3,), 33, 65, 33, 60)])
+def test_every_kernel_shape_matches_numpy(backend, entries, monkeypatch, tpr, lead, lq, lk, d,
+                                          dv):
+    """Threads sharing a row (their slices summed by shuffles), other tiles and steps, and
+    heads up to 64 wide (the kernel takes them; the default limit keeps them off it)."""
+    monkeypatch.setattr(backend, "ATTENTION_TPR", tpr)
+    monkeypatch.setattr(backend, "ATTENTION_BK", 32)
+    monkeypatch.setattr(backend, "ATTENTION_CHUNK", 8)
+    monkeypatch.setattr(backend, "ATTENTION_MAX_D", 64)
+    test_fused_attention_matches_numpy(backend, entries, lead, lq, lk, d, dv)
+
+
+def test_permuted_heads_and_a_broadcast_padding_mask_as_bert(backend, entries):
+    b, t, h, d = 3, 40, 4, 16
+    rng = np.random.default_rng(1)
+    qkv = [rng.standard_normal((b, t, h * d), dtype=np.float32) for _ in range(3)]
+    keep = np.ones((b, t), np.float32)
+    keep[1, 25:] = 0
+    keep[2, 3:] = 0
+    mask = ((1.0 - keep) * np.finfo(np.float32).min).reshape(b, 1, 1, t)
+    heads = [backend.permute(backend.reshape(backend.from_numpy(x), (b, t, h, d)), (0, 2, 1, 3))
+             for x in qkv]
+    out = backend.attention(*heads, backend.from_numpy(mask), 0.25)
+    assert out.shape == (b, h, t, d)
+    # laid out as [b, t, h, d]: merging the heads back is a reshape of the buffer
+    merged = backend.to_numpy(backend.reshape(backend.permute(out, (0, 2, 1, 3)), (b, t, h * d)))
+    want = reference(*[x.reshape(b, t, h, d).transpose(0, 2, 1, 3) for x in qkv], mask, 0.25)
+    np.testing.assert_allclose(merged, want.transpose(0, 2, 1, 3).reshape(b, t, h * d),
+                               rtol=2e-5, atol=2e-5)
+    assert entries == ["attention_fused"] or entries[-1] == "attention_fused"
+
+
+def test_rows_that_see_no_key_give_zeros(backend, entries):
+    rng = np.random.default_rng(2)
+    q, k, v = (rng.standard_normal((2, 37, 8), dtype=np.float32) for _ in range(3))
+    mask = np.zeros((2, 37, 37), np.float32)
+    mask[0, 5, :] = -np.inf       # one query row masked everywhere
+    mask[1, :, 30:] = -np.inf     # the last keys masked for every row
+    got = _run(backend, q, k, v, mask, 0.5)
+    assert np.all(got[0, 5] == 0)
+    np.testing.assert_allclose(got, reference(q, k, v, mask, 0.5), rtol=2e-5, atol=2e-5)
+    assert "attention_fused" in entries
+
+
+def test_fused_equals_the_three_launch_path(backend, monkeypatch):
+    rng = np.random.default_rng(3)
+    q, k, v = (rng.standard_normal((2, 12, 128, 32), dtype=np.float32) for _ in range(3))
+    mask = np.where(rng.random((2, 1, 1, 128)) < 0.2, np.finfo(np.float32).min,
+                    0).astype(np.float32)
+    fused = _run(backend, q, k, v, mask, 1 / np.sqrt(32))
+    monkeypatch.setattr(backend, "fused_attention", False)
+    plain = _run(backend, q, k, v, mask, 1 / np.sqrt(32))
+    np.testing.assert_allclose(fused, plain, rtol=1e-5, atol=1e-6)
+
+
+def test_wider_heads_and_float64_take_the_other_paths(backend, entries):
+    rng = np.random.default_rng(4)
+    q, k, v = (rng.standard_normal((2, 9, backend.ATTENTION_MAX_D + 1), dtype=np.float32)
+               for _ in range(3))
+    np.testing.assert_allclose(_run(backend, q, k, v, None, 0.1), reference(q, k, v, None, 0.1),
+                               rtol=2e-5, atol=2e-5)
+    assert "attention_fused" not in entries and "attention_rows" in entries
+    q64, k64, v64 = (x[..., :8].astype(np.float64) for x in (q, k, v))
+    np.testing.assert_allclose(_run(backend, q64, k64, v64, None, 0.1),
+                               reference(q64, k64, v64, None, 0.1), rtol=1e-12, atol=1e-12)
+    assert entries.count("attention_fused") == 0
+
+
+def test_sdpa_through_the_front_end_with_bool_and_causal_masks():
+    rng = np.random.default_rng(5)
+    q, k, v = (rng.standard_normal((2, 3, 20, 16), dtype=np.float32) for _ in range(3))
+    keep = rng.random((2, 1, 20, 20)) < 0.7
+    keep[..., 0] = True
+    tq, tk, tv = (lazyt.tensor(x, device=DEV) for x in (q, k, v))
+    got = lazyt.scaled_dot_product_attention(
+        tq, tk, tv, lazyt.tensor(keep, device=DEV)).numpy()
+    want = reference(q, k, v, np.where(keep, 0.0, -np.inf), 0.25)
+    np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+    causal = lazyt.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
+    tri = np.where(np.tril(np.ones((20, 20), bool)), 0.0, -np.inf)
+    np.testing.assert_allclose(causal.numpy(), reference(q, k, v, tri, 0.25), rtol=2e-5,
+                               atol=2e-5)
