@@ -254,6 +254,8 @@ class CudaBackend(CubeBackend):
         if q.shape[-1] > self.ATTENTION_MAX_D or v.shape[-1] > self.ATTENTION_MAX_D:
             return False
         # every stride and index the kernel forms fits its 32-bit info words
+        if math.prod(q.shape[:-1]) * v.shape[-1] >= 2 ** 31:   # the output's
+            return False
         return all(min(t.strides, default=0) >= 0 and _last_index(t) < 2 ** 31
                    for t in (q, k, v) + (() if mask is None else (mask,)))
 
@@ -281,6 +283,7 @@ class CudaBackend(CubeBackend):
         while tpr > 1 and 4 * tpr > max(d, dv):
             tpr //= 2
         tiles = -(-lq // (threads // tpr))
+        blocks = math.prod(lead) * tiles
         dims = []
         for i, size in enumerate(lead):
             dims += [size, q.strides[i], k.strides[i], v.strides[i], mstrides[i],
@@ -291,11 +294,11 @@ class CudaBackend(CubeBackend):
                            k.offset, k.strides[-2], k.strides[-1],
                            v.offset, v.strides[-2], v.strides[-1],
                            0 if mask is None else mask.offset, mstrides[-2], mstrides[-1],
-                           out.offset, out.strides[-2]] + dims)
+                           out.offset, out.strides[-2], blocks] + dims)
         p = self._template("attention", {"d": d, "dv": dv, "bk": self.ATTENTION_BK,
                                          "tpr": tpr, "chunk": self.ATTENTION_CHUNK},
                            "attention_fused", wg=threads)
-        self.client.launch(p, self.groups(math.prod(lead) * tiles),
+        self.client.launch(p, self.groups(blocks),
                            [q, k, v, q if mask is None else mask, out, info])
         return out
 

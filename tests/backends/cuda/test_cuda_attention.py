@@ -116,6 +116,18 @@ def test_permuted_heads_and_a_broadcast_padding_mask_as_bert(backend, entries):
     assert entries == ["attention_fused"] or entries[-1] == "attention_fused"
 
 
+def test_a_grid_split_over_y_skips_the_blocks_past_the_work(backend, entries):
+    """70001 batch entries: more blocks than one grid dimension holds, so the grid is split
+    and a few blocks past the work must write nothing."""
+    rng = np.random.default_rng(6)
+    q = rng.standard_normal((70001, 3, 4), dtype=np.float32)
+    k = rng.standard_normal((70001, 5, 4), dtype=np.float32)
+    v = rng.standard_normal((70001, 5, 4), dtype=np.float32)
+    got = _run(backend, q, k, v, None, 0.5)
+    np.testing.assert_allclose(got, reference(q, k, v, None, 0.5), rtol=2e-5, atol=2e-5)
+    assert entries == ["attention_fused"]
+
+
 def test_rows_that_see_no_key_give_zeros(backend, entries):
     rng = np.random.default_rng(2)
     q, k, v = (rng.standard_normal((2, 37, 8), dtype=np.float32) for _ in range(3))

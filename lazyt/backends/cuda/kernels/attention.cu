@@ -19,6 +19,7 @@
 //   [12..15) v: offset, row stride, column stride
 //   [15..18) mask: offset, row (query) stride, column (key) stride (0 where broadcast)
 //   [18..20) out: offset, row stride (its columns are dense)
+//   [20] blocks that carry work (a grid split over y and z has a few more: they return)
 //   then per leading dim, outermost first: size, q, k, v, mask and out strides
 constexpr unsigned int D = {{ d }}u;     // q and k columns
 constexpr unsigned int DV = {{ dv }}u;   // v and out columns
@@ -34,7 +35,7 @@ constexpr unsigned int BK = {{ bk }}u;
 constexpr unsigned int C = {{ chunk }}u;
 constexpr unsigned int SW = (D > DV ? D : DV) + 1u;
 constexpr unsigned int KV = BK * DP + BK * DVP;
-constexpr unsigned int LEAD = 20u;
+constexpr unsigned int LEAD = 21u;
 
 extern "C" __global__ void __launch_bounds__({{ workgroup_size_x }})
 attention_fused(const float* __restrict__ q, const float* __restrict__ k,
@@ -51,6 +52,9 @@ attention_fused(const float* __restrict__ q, const float* __restrict__ k,
     const unsigned int mine = tid / TPR;          // this thread's row in the block
     const unsigned int lane = tid % TPR;          // its slice of that row
     const unsigned int bid = blockIdx.x + (blockIdx.y + blockIdx.z * gridDim.y) * gridDim.x;
+    if (bid >= info[20]) {
+        return;
+    }
     const unsigned int tiles = info[5];
     unsigned int g = bid / tiles;
     const unsigned int first = (bid % tiles) * BQ;
