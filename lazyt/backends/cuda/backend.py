@@ -253,6 +253,10 @@ class CudaBackend(CubeBackend):
             return False
         if q.shape[-1] > self.ATTENTION_MAX_D or v.shape[-1] > self.ATTENTION_MAX_D:
             return False
+        if mask is not None:   # the mask broadcasts to the scores (the op's rule checks it too)
+            full = lead + (q.shape[-2], k.shape[-2])
+            if any(m != 1 and m != f for m, f in zip(reversed(mask.shape), reversed(full))):
+                return False
         # every stride and index the kernel forms fits its 32-bit info words
         if math.prod(q.shape[:-1]) * v.shape[-1] >= 2 ** 31:   # the output's
             return False

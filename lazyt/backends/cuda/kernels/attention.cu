@@ -36,6 +36,10 @@ constexpr unsigned int C = {{ chunk }}u;
 constexpr unsigned int SW = (D > DV ? D : DV) + 1u;
 constexpr unsigned int KV = BK * DP + BK * DVP;
 constexpr unsigned int LEAD = 21u;
+static_assert(TPR >= 1u && TPR <= 32u && (TPR & (TPR - 1u)) == 0u,
+              "threads per row: a power of two of at most a warp");
+static_assert(T % 32u == 0u && T >= TPR, "whole warps, at least one row per block");
+static_assert(C >= 1u && BK % C == 0u, "the steps of C keys tile the BK keys of a tile");
 
 extern "C" __global__ void __launch_bounds__({{ workgroup_size_x }})
 attention_fused(const float* __restrict__ q, const float* __restrict__ k,
