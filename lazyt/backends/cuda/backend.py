@@ -22,7 +22,7 @@ from ...errors import ShapeError
 from ...ops import BinaryOp, UnaryOp
 from ..cube import replay as _replay
 from ..cube.backend import CubeBackend
-from ..cube.launch import info_words
+from ..cube.launch import broadcast_strides, info_words
 from ..cube.source import CubeCount
 from ..cube.tensor import CubeTensor
 
@@ -275,13 +275,8 @@ class CudaBackend(CubeBackend):
             out = self._view(raw, lead + (lq, dv), (lq * h * dv, dv, h * dv, 1), 0)
         else:
             out = self.alloc("attention", lead + (lq, dv), dt.float32)
-        if mask is not None:
-            full = lead + (lq, lk)
-            pad = (1,) * (len(full) - mask.ndim)
-            mstrides = [0 if size == 1 else st for size, st in
-                        zip(pad + mask.shape, pad + mask.strides)]
-        else:
-            mstrides = [0] * (len(lead) + 2)
+        mstrides = [0] * (len(lead) + 2) if mask is None else \
+            broadcast_strides(mask, lead + (lq, lk))
         threads = self.ATTENTION_THREADS
         tpr = self.ATTENTION_TPR    # threads per row: each takes at least one float4
         while tpr > 1 and 4 * tpr > max(d, dv):
