@@ -484,15 +484,49 @@ def _same_dense(a, b) -> bool:
             a.handle.nbytes == b.handle.nbytes and a.is_contiguous() and b.is_contiguous())
 
 
+#: Result buffer sets a recording's graph hands out (each a graph captured again over the
+#: first one's buffers): two serve `y = f(x)` in a loop, where the last output is alive
+#: while the next call runs.
+HANDOUT_SETS = 2
+
+
+class _Handout:
+    """A graph captured again over the first graph's buffers but writing the handed-out
+    results to buffers of its own; a launch returns those buffers (through new alias
+    handles) without a copy, when nobody holds the ones it returned last time."""
+
+    __slots__ = ("graph", "results", "groups", "refs")
+
+    def __init__(self, graph, results: list, groups: list):
+        self.graph = graph
+        self.results = results
+        self.groups = groups        # [(result index with the buffer, [result indices])]
+        self.refs: list = []        # weak references to the alias handles handed out last
+
+    def free(self) -> bool:
+        for r in self.refs:
+            if r() is not None:
+                return False
+        return True
+
+
 class _GraphRun:
     """A recording replayed as one device graph (a CUDA graph). Arguments are copied into
     buffers the graph reads; state the recording reads and updates (parameters, optimizer
-    state) is read where it lives and updated there by the graph, in place; other results
-    are copied out to new buffers after each launch, so a later launch never overwrites a
-    tensor the caller holds."""
+    state) is read where it lives and updated there by the graph, in place.
+
+    Other results must be new tensors on every call, so that a later launch never overwrites
+    a tensor the caller holds. Where the backend can (`graph_handout`), the graph is captured
+    again, over the same intermediate buffers, into up to `HANDOUT_SETS` graphs that each
+    write the results to buffers of their own; a call launches one whose last results
+    nobody holds any more (a weak reference to each buffer's alias handle, which every view
+    of it shares, says so) and hands its buffers out as they are. When every set is still
+    held (or the backend cannot), the first graph runs and its results are copied out to
+    new buffers."""
 
     def __init__(self, rec: _Recording, inner, loads: list):
         self.inner = inner
+        self.rec = rec
         self.kinds = [src[0] for src in rec.load_src]
         static = []
         for kind, v in zip(self.kinds, loads):
@@ -532,6 +566,54 @@ class _GraphRun:
             raise
         self.results = prims
         self.writeback = wb
+        self.sets: list = []
+        self.fresh = self._fresh() if getattr(inner, "graph_handout", False) else None
+        self.handout_error: str | None = None   # why results are copied out after all
+
+    def _fresh(self) -> dict | None:
+        """Positions, among the graph's allocations, of the buffers results are handed out
+        on (a result on a buffer the graph allocated, not an argument or state): position ->
+        the results on it. None when there is none."""
+        pos = {id(h): i for i, h in enumerate(self.inner.graph_kept(self.graph))}
+        fresh: dict = {}
+        for k, r in enumerate(self.results):
+            i = pos.get(id(r.handle))
+            if k not in self.writeback and i is not None:
+                fresh.setdefault(i, []).append(k)
+        return fresh or None
+
+    def _new_set(self) -> _Handout | None:
+        """Capture the recording again with its handed-out results on new buffers; None
+        (and no more tries) when the re-capture does not match the first graph."""
+        inner, static, rec = self.inner, self.static, self.rec
+        kept = inner.graph_kept(self.graph)
+        inner.graph_begin(reuse=kept, fresh=sorted(self.fresh))
+        try:
+            prims = rec.fusion.run_program(rec.program, static, rec.results)
+            for k, j in self.writeback.items():
+                inner.graph_copy(static[j], prims[k])
+            graph = inner.graph_end()
+        except LazytError as e:
+            inner.graph_abort()
+            self.fresh = None
+            self.handout_error = f"{type(e).__name__}: {e}"
+            return None
+        except BaseException:
+            inner.graph_abort()
+            raise
+        mine = inner.graph_kept(graph)
+        groups = []
+        for i, ks in self.fresh.items():
+            h = mine[i] if i < len(mine) else None
+            for k in ks:
+                r, r0 = prims[k], self.results[k]
+                if r.handle is not h or r.shape != r0.shape or r.strides != r0.strides or \
+                        r.offset != r0.offset or r.dtype is not r0.dtype or h is kept[i]:
+                    self.fresh = None     # (not the same work: copy results out instead)
+                    self.handout_error = f"result {k} is not on a buffer of its own"
+                    return None
+            groups.append((ks[0], ks))
+        return _Handout(graph, prims, groups)
 
     def run(self, loads: list) -> list | None:
         """Launch on `loads`; None when a state tensor is no longer the one captured."""
@@ -548,8 +630,32 @@ class _GraphRun:
                     last[j] = v
             elif v is not static[j]:
                 return None
-        self.graph.launch()
         wb = self.writeback
+        if self.fresh is not None:
+            self.rec.fusion.collect()      # (the values of tensors that died let go now)
+            for hs in self.sets:
+                if hs.free():
+                    break
+            else:
+                hs = self._new_set() if len(self.sets) < HANDOUT_SETS else None
+                if hs is not None:
+                    self.sets.append(hs)
+            if hs is not None:
+                hs.graph.launch()
+                res = hs.results
+                out = [static[wb[k]] if k in wb else None for k in range(len(res))]
+                refs = []
+                for first, ks in hs.groups:
+                    h = inner.graph_new_alias(res[first])
+                    refs.append(weakref.ref(h))
+                    for k in ks:
+                        out[k] = inner.graph_alias(res[k], h)
+                hs.refs = refs
+                for k, r in enumerate(out):
+                    if r is None:
+                        out[k] = inner.graph_clone(res[k])
+                return out
+        self.graph.launch()
         return [static[wb[k]] if k in wb else inner.graph_clone(r)
                 for k, r in enumerate(self.results)]
 

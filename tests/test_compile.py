@@ -321,6 +321,67 @@ def test_device_graph_replays_equal_plain_calls(fused):
         np.testing.assert_array_equal(a, p)
 
 
+def _handout_device(device):
+    if not getattr(device.base_backend, "graph_handout", False):
+        pytest.skip(f"{device}'s graphs copy their results out (cuda hands them out)")
+    return device
+
+
+def two_outputs(a, b):
+    y = chain(a, b)
+    return y, (y * 2.0).sum(axis=1)
+
+
+def test_graph_results_are_handed_out_without_a_copy_when_nobody_holds_the_last(fused,
+                                                                            monkeypatch):
+    """A call whose last results are gone reuses their buffers (no copy); held results,
+    views of them and pending ops on them are never overwritten."""
+    device = _handout_device(fused)
+    backend = device.base_backend
+    clones = []
+    real_clone = backend.graph_clone
+    monkeypatch.setattr(backend, "graph_clone", lambda x: clones.append(1) or real_clone(x))
+    c = lazyt.compile(two_outputs)
+    xs = _data(device, 12)
+    b = _data(device, 1, seed=1)[0]
+    want = [tuple(t.numpy() for t in two_outputs(x, b)) for x in xs]
+    for x in xs[:6]:
+        c(x, b)                                    # record, compare, replay, capture
+    run = _graph_of(c)
+    assert run is not None and run.fresh is not None
+    clones.clear()
+    for i in range(4, 12):                         # `out = c(x)` in a loop: two sets alternate
+        out = c(xs[i], b)
+        np.testing.assert_array_equal(out[0].numpy(), want[i][0])
+        np.testing.assert_array_equal(out[1].numpy(), want[i][1])
+    assert run.handout_error is None
+    assert clones == [] and len(run.sets) == 2
+    held = [c(x, b) for x in xs]                   # every set held: copies, never overwrites
+    assert clones
+    for h, w in zip(held, want):
+        np.testing.assert_array_equal(h[0].numpy(), w[0])
+        np.testing.assert_array_equal(h[1].numpy(), w[1])
+    del held
+    out = c(xs[0], b)
+    view = out[0][2:5]                             # a view keeps the buffer held
+    pending = out[1] * 3.0                         # so does an op not run yet
+    del out
+    for x in xs[1:6]:
+        c(x, b)
+    np.testing.assert_array_equal(view.numpy(), want[0][0][2:5])
+    np.testing.assert_array_equal(pending.numpy(), want[0][1] * np.float32(3.0))
+
+
+def test_a_loop_feeding_each_result_back_matches_plain_calls(fused):
+    device = fused
+    f = lambda x: (x * 0.5 + 1.0).relu()  # noqa: E731
+    c = lazyt.compile(f)
+    x = p = _data(device, 1)[0]
+    for _ in range(10):
+        x, p = c(x), f(p)
+    np.testing.assert_array_equal(x.numpy(), p.numpy())
+
+
 def test_gradients_accumulate_across_calls_as_plain(fused):
     device = fused
 

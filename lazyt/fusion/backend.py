@@ -285,6 +285,14 @@ class Fusion(Backend):
         self._drain()
         self.inner.sync()
 
+    def collect(self) -> None:
+        """A safe point: drop the values of tensors that died (a replay that runs no plan
+        calls this before it asks whether a buffer it handed out is still held)."""
+        h = self.handles
+        if h.released:
+            with self._lock:
+                h.process(self.stream.seen)
+
     def pending_after_release(self) -> int:
         """Free what died (a safe point), then the number of pending ops."""
         h = self.handles

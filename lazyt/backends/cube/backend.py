@@ -115,8 +115,30 @@ class CubeBackend(Backend):
     def graphs(self) -> bool:
         return hasattr(self.client, "begin_graph")
 
-    def graph_begin(self) -> None:
-        self.client.begin_graph()
+    def graph_begin(self, reuse=None, fresh=()) -> None:
+        if reuse is None:
+            self.client.begin_graph()
+        else:   # a re-capture over another graph's buffers (clients with `graph_handout`)
+            self.client.begin_graph(reuse, fresh)
+
+    @property
+    def graph_handout(self) -> bool:
+        """Whether a graph's results can be handed out without a copy: the client captures
+        again over a graph's buffers (`begin_graph(reuse=...)`) and makes `alias` handles."""
+        return getattr(self.client, "graph_handout", False)
+
+    def graph_kept(self, graph) -> list:
+        """The buffers `graph` writes, in allocation order (what a re-capture reuses)."""
+        return graph.kept
+
+    def graph_alias(self, x: CubeTensor, handle) -> CubeTensor:
+        """`x`'s layout on `handle` (an `alias` of x's buffer)."""
+        return CubeTensor(self.client, self.device, x.shape, x.strides, handle, x.dtype,
+                          x.offset)
+
+    def graph_new_alias(self, x: CubeTensor):
+        """A new alias handle on `x`'s buffer."""
+        return self.client.alias(x.handle)
 
     def graph_end(self):
         return self.client.end_graph()

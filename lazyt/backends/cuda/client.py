@@ -189,12 +189,32 @@ class CudaClient(cube.ComputeClient):
         self.context.activate()
         nbytes = int(nbytes)
         self.check_size(nbytes)
-        handle = Handle(self._raw_alloc(nbytes), nbytes)
-        self._live.add(handle)
+        g = self._graph
+        if g is not None and g.reuse is not None:
+            handle = g.reused(nbytes)
+            if handle is None:
+                handle = Handle(self._raw_alloc(nbytes), nbytes)
+                self._live.add(handle)
+        else:
+            handle = Handle(self._raw_alloc(nbytes), nbytes)
+            self._live.add(handle)
         self._taped_alloc(handle)
-        if self._graph is not None:     # the graph writes it on every launch: keep it
-            self._graph.keep.append(handle)
+        if g is not None:               # the graph writes it on every launch: keep it
+            g.keep.append(handle)
         return handle
+
+    #: A graph can be captured again over another's buffers (`begin_graph(reuse=...)`) and
+    #: its results handed out through `alias` handles, so `lazyt.compile` returns them
+    #: without a copy.
+    graph_handout = True
+
+    def alias(self, handle: Handle) -> Handle:
+        """A new handle on `handle`'s memory (it keeps the memory alive as `handle` does):
+        whoever holds a tensor on it holds this handle, so a weak reference to it says when
+        nobody does."""
+        h = Handle(handle.buffer, handle.nbytes)
+        self._live.add(h)
+        return h
 
     @locked
     def create_from_slice(self, data) -> Handle:
@@ -424,18 +444,26 @@ class CudaClient(cube.ComputeClient):
 
     # ------------------------------------------------------------------ CUDA graphs
     @locked
-    def begin_graph(self) -> None:
+    def begin_graph(self, reuse: Sequence[Handle] | None = None,
+                    fresh: Sequence[int] = ()) -> None:
         """Start capturing this client's stream into a CUDA graph: launches, copies and cuBLAS
         calls from here to `end_graph` are recorded, not run. Their host data goes to an arena
         the graph owns, and every buffer allocated meanwhile is kept for the graph's life (it
-        writes them on every launch)."""
+        writes them on every launch).
+
+        `reuse` (a graph's `kept` buffers) captures the same work again over that graph's
+        buffers: the i-th allocation takes `reuse[i]`, except at the positions in `fresh`,
+        which get new buffers (the results a caller is handed). The two graphs must then run
+        one after the other, as launches on one stream do."""
         if self._graph is not None:
             raise GraphCaptureError(f"{self.name}: a CUDA graph is already being captured")
         self._untaped()
         self.context.activate()
         cu = _cu()
         g = _GraphCapture(self._raw_alloc(GRAPH_ARENA_BYTES),
-                          np.zeros(GRAPH_ARENA_BYTES, np.uint8))
+                          np.zeros(GRAPH_ARENA_BYTES, np.uint8),
+                          reuse=None if reuse is None else list(reuse),
+                          fresh=frozenset(int(i) for i in fresh))
         _check(cu.cuStreamBeginCapture(cu.CUstream(self.stream.handle),
                                        cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_RELAXED),
                "cuStreamBeginCapture")
@@ -531,8 +559,9 @@ class CudaClient(cube.ComputeClient):
             self.pool.stop_holding()
             # tensors that outlive the process's last statement would free their memory after
             # the context is gone; free it now, while it is current
-            for handle in list(self._live):
-                handle.buffer.free()
+            # (alias handles share an allocation with another handle: free each once)
+            for buffer in {id(h.buffer): h.buffer for h in list(self._live)}.values():
+                buffer.free()
             for buffer in (self._ring_dev, self._const_dev, self._errors):
                 buffer.free()
             self.pool.free_held()
@@ -570,9 +599,21 @@ class _GraphCapture:
     arena_host: np.ndarray
     arena_at: int = 0
     keep: list = None
+    reuse: list | None = None     # a re-capture: another graph's allocations, in order
+    fresh: frozenset = frozenset()   # ... except these positions, allocated anew
 
     def __post_init__(self):
         self.keep = []
+
+    def reused(self, nbytes: int) -> Handle | None:
+        """The handle the re-captured graph's next allocation takes over (None: a new one)."""
+        i = len(self.keep)
+        if i in self.fresh:
+            return None
+        if i >= len(self.reuse) or self.reuse[i].nbytes != nbytes:
+            raise GraphCaptureError(f"a graph captured again allocated {nbytes} bytes at its "
+                                    f"allocation {i}, unlike the graph whose buffers it reuses")
+        return self.reuse[i]
 
 
 class CudaGraph:
@@ -587,6 +628,11 @@ class CudaGraph:
         cu = _cu()
         self._stream = cu.CUstream(client.stream.handle)
         self._launch = cu.cuGraphLaunch
+
+    @property
+    def kept(self) -> list:
+        """The buffers the graph writes, in the order they were allocated while capturing."""
+        return self._capture.keep
 
     def launch(self) -> None:
         self.client.context.activate()
