@@ -190,12 +190,8 @@ class CudaClient(cube.ComputeClient):
         nbytes = int(nbytes)
         self.check_size(nbytes)
         g = self._graph
-        if g is not None and g.reuse is not None:
-            handle = g.reused(nbytes)
-            if handle is None:
-                handle = Handle(self._raw_alloc(nbytes), nbytes)
-                self._live.add(handle)
-        else:
+        handle = g.reused(nbytes) if g is not None and g.reuse is not None else None
+        if handle is None:
             handle = Handle(self._raw_alloc(nbytes), nbytes)
             self._live.add(handle)
         self._taped_alloc(handle)
