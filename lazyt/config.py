@@ -58,6 +58,9 @@ SWITCHES = (
            "0: compile every CUDA kernel with NVRTC instead of reading the disk cache"),
     Switch("LAZYT_CUDA_CUBLAS", "1",
            "0: the cuda backend multiplies with its own kernel instead of cuBLAS"),
+    Switch("LAZYT_CUDA_TUNE", "1",
+           "0: a cuBLASLt product (a linear with its bias) takes the heuristic's first algorithm "
+           "instead of the fastest of its candidates, timed on the first call of each shape"),
     Switch("LAZYT_NUMBA", "1",
            "0: the numpy backend runs fused blocks and row ops with numpy ufuncs even when "
            "numba is installed (the fallback's results, for comparison and debugging)"),
@@ -215,6 +218,11 @@ def nccl_id_file() -> str | None:
 def compile_enabled() -> bool:
     """`LAZYT_COMPILE`: `lazyt.compile` records and replays (default on)."""
     return _flag("LAZYT_COMPILE", True)
+
+
+def cuda_tune() -> bool:
+    """`LAZYT_CUDA_TUNE`: time cuBLASLt's candidate algorithms once per shape (default on)."""
+    return _flag("LAZYT_CUDA_TUNE", True)
 
 
 def cuda_cublas() -> bool:

@@ -14,6 +14,14 @@ A plain product is one strided-batched GEMM of the classic API (the sgemm / dgem
 cuBLASLt matmul with a BIAS / RELU_BIAS epilogue; in the column-major view the bias is indexed by
 the row of D, which is exactly cuBLASLt's convention. Lt descriptors, layouts and the chosen
 algorithm are cached per shape, so a repeated shape costs one attribute write and one launch.
+
+The heuristic's first algorithm is not always the fastest: on MiniLM's [4096, 1536] @ [1536, 384]
+the heuristic's pick took 127 µs and a split-K candidate 119 µs (H200, float32). So the first
+call of a large enough Lt product (`TUNE_MIN_MACS`), outside a CUDA-graph capture, times up to
+`TUNE_CANDIDATES` of the heuristic's answers on its own operands and keeps the fastest for the
+shape; every later call, and every graph captured after, uses that one, so results stay the same
+bits within a process. `LAZYT_CUDA_TUNE=0` keeps the heuristic's first (the same choice in every
+process, as torch makes it).
 """
 from __future__ import annotations
 
@@ -24,6 +32,7 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from ...config import cuda_tune
 from ...errors import LazytError
 
 #: Bytes of the workspace shared by cuBLAS and cuBLASLt (both run on the one stream, so their
@@ -36,6 +45,14 @@ MAX_ALIGNMENT = 256
 #: Alignment (bytes) a fused bias must have: the heuristic has no preference for it and may pick
 #: a kernel that loads it in 16-byte vectors.
 BIAS_ALIGNMENT = 16
+#: Heuristic answers timed the first time an Lt product of a shape runs.
+TUNE_CANDIDATES = 8
+#: Multiply-adds (m*n*k*batches) from which an Lt product is tuned: below, a launch costs more
+#: than any algorithm can save, and the timing would cost more than it brings back.
+TUNE_MIN_MACS = 1 << 27
+#: Products per timing of a candidate (behind one untimed), and rounds over the candidates.
+TUNE_LAUNCHES = 5
+TUNE_ROUNDS = 3
 
 _INT32_MAX = (1 << 31) - 1
 _OP_N, _OP_T = 0, 1                  # cublasOperation_t: CUBLAS_OP_N, CUBLAS_OP_T
@@ -143,6 +160,8 @@ class _LtPlan:
     bias_set: int = 0               # the bias pointer last written to `desc`
     algo: int = 0                   # the address of the chosen algorithm (heuristic.ptr)
     bias_p: int = 0                 # the address of `bias`
+    candidates: tuple = ()          # addresses of the algorithms to time on the first call
+    timings: tuple = ()             # (address, median seconds) per candidate, once tuned
 
 
 class Blas:
@@ -151,9 +170,13 @@ class Blas:
     version: int        #: cuBLAS version, e.g. 130100 for 13.1.0
     lt_version: int     #: cuBLASLt version, same encoding
 
-    def __init__(self, stream: int, alloc: Callable[[int], Any]):
+    def __init__(self, stream: int, alloc: Callable[[int], Any],
+                 timer: Callable[[Callable[[], None]], float | None] | None = None):
         """`stream`: the CUstream handle as an int. `alloc(nbytes)` returns an object whose
-        `int()` is a device pointer; the workspace it gives is kept for the life of `self`."""
+        `int()` is a device pointer; the workspace it gives is kept for the life of `self`.
+        `timer(fn)`: the device seconds of the work `fn` queues on the stream, or None when it
+        cannot time now (a graph is being captured); without it nothing is tuned."""
+        self._timer = timer
         try:
             import nvmath
             from nvmath.bindings import cublas, cublasLt
@@ -361,6 +384,10 @@ class Blas:
                      (self._one32_p, self._zero32_p))
         first, second, out = entry.layouts
         try:
+            if entry.candidates:
+                self._tune(entry, lambda algo: lt.matmul(
+                    self._lt_handle, entry.desc, one, b, first, a, second, zero, c, out, c, out,
+                    algo, self._ws, WORKSPACE_BYTES, self.stream))
             lt.matmul(self._lt_handle, entry.desc, one, b, first, a, second,
                       zero, c, out, c, out, entry.algo,
                       self._ws, WORKSPACE_BYTES, self.stream)
@@ -406,11 +433,14 @@ class Blas:
             self._pref_attr(P.MIN_ALIGNMENT_B_BYTES, align_second)
             self._pref_attr(P.MIN_ALIGNMENT_C_BYTES, align_c)
             self._pref_attr(P.MIN_ALIGNMENT_D_BYTES, align_c)
-            heuristic = lt.MatmulHeuristicResult(1)
+            wanted = (TUNE_CANDIDATES if self._timer is not None and cuda_tune()
+                      and p.m * p.n * p.k * p.batches >= TUNE_MIN_MACS else 1)
+            heuristic = lt.MatmulHeuristicResult(wanted)
             self._count[0] = 0
             first, second, out = layouts
             lt.matmul_algo_get_heuristic(self._lt_handle, desc, first, second, out, out,
-                                         self._pref, 1, heuristic.ptr, self._count.ctypes.data)
+                                         self._pref, wanted, heuristic.ptr,
+                                         self._count.ctypes.data)
         except BaseException as e:
             for destroy, obj in reversed(created):
                 destroy(obj)
@@ -418,13 +448,55 @@ class Blas:
                     and getattr(e, "status", None) in self._unsupported):
                 return None
             raise
-        if self._count[0] < 1 or heuristic.state != 0:
+        found = int(self._count[0])
+        states = np.atleast_1d(np.asarray(heuristic.state)).reshape(-1)[:found]
+        step = lt.matmul_heuristic_result_dtype.itemsize
+        algos = tuple(heuristic.ptr + i * step for i in range(found) if states[i] == 0)
+        if not algos:
             for destroy, obj in reversed(created):
                 destroy(obj)
             return None
         bias = np.zeros(1, np.int64)
-        return _LtPlan(desc, (first, second, out), heuristic, bias, algo=heuristic.ptr,
-                       bias_p=bias.ctypes.data)
+        return _LtPlan(desc, (first, second, out), heuristic, bias, algo=algos[0],
+                       bias_p=bias.ctypes.data, candidates=algos if len(algos) > 1 else ())
+
+    def _tune(self, entry: _LtPlan, launch: Callable[[int], None]) -> None:
+        """Time each candidate algorithm of `entry` on this call's operands (`launch(algo)`
+        queues one product) and keep the fastest; the caller's launch after it writes the
+        result with that one. Each timing is `TUNE_LAUNCHES` products back to back behind an
+        untimed one (the device never waits for the host), the candidates taken in turn for
+        `TUNE_ROUNDS` rounds (a clock change hits all alike), and a candidate's best round
+        counts. Inside a graph capture nothing can be timed: the heuristic's first is kept
+        (for good, so that every graph and call of the shape agrees). A candidate the
+        library refuses at run time drops out."""
+        candidates, entry.candidates = entry.candidates, ()
+        timer = self._timer
+        if timer is None or timer(lambda: None) is None:
+            return
+        best: dict = {}
+        for _ in range(TUNE_ROUNDS):
+            for algo in candidates:
+                if best.get(algo, 0.0) is None:
+                    continue
+
+                def block(algo=algo):
+                    for _ in range(TUNE_LAUNCHES):
+                        launch(algo)
+                try:
+                    t = timer(block, lambda algo=algo: launch(algo))
+                except self._lt_error as e:
+                    if getattr(e, "status", None) not in self._unsupported:
+                        raise
+                    best[algo] = None
+                    continue
+                if t is None:
+                    return
+                best[algo] = min(best.get(algo) or t, t)
+        timings = tuple((algo, best[algo] / TUNE_LAUNCHES) for algo in candidates
+                        if best.get(algo) is not None)
+        if timings:
+            entry.algo = min(timings, key=lambda t: t[1])[0]
+            entry.timings = timings
 
     def _destroy_plan(self, entry: _LtPlan | None) -> None:
         if entry is None:

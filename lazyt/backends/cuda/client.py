@@ -515,7 +515,7 @@ class CudaClient(cube.ComputeClient):
             from .blas import Blas, BlasUnavailable
             self.context.activate()
             try:
-                self._blas = Blas(self.stream.handle, self._raw_alloc)
+                self._blas = Blas(self.stream.handle, self._raw_alloc, self._time_queued)
             except BlasUnavailable as e:
                 self._blas_error = e
         return self._blas
@@ -533,6 +533,19 @@ class CudaClient(cube.ComputeClient):
         """Wait until the device has run everything queued; raise pending range errors."""
         self.context.activate()
         self._check_errors()
+
+    def _time_queued(self, fn, warm=None) -> float | None:
+        """The device seconds of the work `fn` queues (cuBLASLt's tuning), or None while a
+        graph is being captured (events there would be captured, not timed). `warm()` is
+        queued first, outside the timing: it keeps the device busy while the host queues
+        `fn`'s work, so the host's launch latency is not counted."""
+        if self._graph is not None:
+            return None
+        if warm is not None:
+            warm()
+        with self.device_timer() as t:
+            fn()
+        return t.seconds
 
     def device_timer(self) -> DeviceTimer:
         """`with client.device_timer() as t: ...`: the device time (CUDA events) of the work
