@@ -702,10 +702,15 @@ class CubeBackend(Backend):
                                                  x if bias is None else bias])
         return out
 
+    #: Elements of a row that each of a row kernel's lanes covers, about (see `_launch_rows`).
+    row_elems_per_lane = 4
+
     def _launch_rows(self, entry: str, rows: int, n: int, info, buffers: list) -> None:
         """One `rows` kernel over `rows` rows of `n`: LANES invocations per row, a power of
-        two covering about 4 elements each (at most ROW_WG), several short rows per group."""
-        lanes = min(ROW_WG, 1 << max(0, (-(-n // 4) - 1).bit_length()))
+        two covering about `row_elems_per_lane` elements each (at most ROW_WG), several short
+        rows per group."""
+        per = self.row_elems_per_lane
+        lanes = min(ROW_WG, 1 << max(0, (-(-n // per) - 1).bit_length()))
         p = self._template("rows", {"lanes": lanes}, entry, wg=ROW_WG)
         self.client.launch(p, self.groups(-(-rows // (ROW_WG // lanes))), [*buffers, info])
 

@@ -54,6 +54,10 @@ class CudaBackend(CubeBackend):
     kernels_dir = Path(__file__).resolve().parent / "kernels"
     #: Let cuBLAS use TF32 tensor cores for float32 (off by default, as in torch).
     allow_tf32 = False
+    #: Row kernels give each lane about 8 of a row's elements: MiniLM's 13 layer norms over
+    #: [4096, 384] took 85.7 µs per forward this way (64 lanes a row) against 118.7 µs with 4
+    #: (128 lanes), 100.6 µs with 16 and 162 µs with 32 (H200, CUPTI, one process each).
+    row_elems_per_lane = 8
 
     # ------------------------------------------------------------------ creation
     def full(self, shape: tuple, value, dtype) -> CubeTensor:
