@@ -3,6 +3,7 @@ authors write their numpy impls with ordinary numpy code."""
 from __future__ import annotations
 
 import math
+import time
 from typing import Sequence
 
 import numpy as np
@@ -227,6 +228,7 @@ class NumpyBackend(Backend):
             return super().attention(q, k, v, mask, scale)
         n_q, n_k = q.shape[-2], k.shape[-2]
         out = np.empty(lead + (n_q, v.shape[-1]), d)
+        mask_in = mask
         if mask is not None:
             mask = np.broadcast_to(mask, lead + (n_q, n_k))
         scale = d.type(scale)
@@ -235,17 +237,24 @@ class NumpyBackend(Backend):
         rows = max(1, min(n_q, _BLAS_ONE_THREAD // (n_k * max(q.shape[-1], v.shape[-1], 1))))
         heads = _nd_tiles(lead, max(1, TILE_BYTES // (rows * n_k * d.itemsize)))
         blocks = [(idx, r) for idx in heads for r in range(0, n_q, rows)]
+        fast = _scale_mask_max(q, mask_in, lead, n_q, n_k)
 
         def work(lo, hi):
             for idx, r in blocks[lo:hi]:
                 at = (Ellipsis, slice(r, r + rows), slice(None))
                 s = np.matmul(q[idx][at], k[idx].swapaxes(-1, -2))
-                if scale != 1:
-                    np.multiply(s, scale, out=s)
-                if mask is not None:
-                    np.add(s, mask[idx][at], out=s)
-                top = s.max(axis=-1, keepdims=True)
-                dead = np.isneginf(top)  # every score -inf: weights of zero, as the generic
+                if fast is not None:   # scale, mask and row maximum in one numba pass
+                    top = fast(s, idx, r, rows, scale)
+                    dead = np.isneginf(top)
+                    if dead.any():     # a NaN row is NaN, not fully masked (numpy's max)
+                        dead &= ~np.isnan(s).any(axis=-1, keepdims=True)
+                else:
+                    if scale != 1:
+                        np.multiply(s, scale, out=s)
+                    if mask is not None:
+                        np.add(s, mask[idx][at], out=s)
+                    top = s.max(axis=-1, keepdims=True)
+                    dead = np.isneginf(top)  # every score -inf: weights of zero, as the generic
                 np.subtract(s, top, out=s)
                 np.exp(s, out=s)
                 np.divide(s, s.sum(axis=-1, keepdims=True), out=s)
@@ -297,6 +306,43 @@ class NumpyBackend(Backend):
     def run_fused(self, block, inputs, scalars):
         """A fused elementwise block without per-op temporaries (see `fused`)."""
         return run_block(block, inputs, scalars)
+
+
+def _scale_mask_max(q: np.ndarray, mask, lead: tuple, n_q: int, n_k: int):
+    """For float32 attention with numba: `f(s, idx, r, rows, scale)`, which scales and masks
+    the scores block `s` (heads `idx`, query rows `r:r + rows`) in place and returns its row
+    maxima ([..., 1]), in one numba pass with the bits of numpy's three. The mask is read as
+    its distinct rows plus, per score row, the number of its mask row (a mask broadcast along
+    heads and queries, BERT's [b, 1, 1, n_k], is read without being expanded). None when the
+    numpy passes run instead: no numba, not float32, too small, or a mask broadcast along the
+    keys."""
+    kernels = jit.rows_for(q)
+    if kernels is None or (mask is not None and (mask.ndim == 0 or mask.shape[-1] != n_k)):
+        return None
+    kernel = kernels.scale_mask_max_rows
+    no_rows = np.zeros(0, np.intp)
+    if mask is None:
+        table = np.zeros((0, n_k), np.float32)
+        ids = None
+    else:
+        table = np.ascontiguousarray(mask).reshape(-1, n_k)
+        ids = np.broadcast_to(np.arange(table.shape[0], dtype=np.intp).reshape(mask.shape[:-1]),
+                              lead + (n_q,))
+    if not kernel.signatures:   # compile (or load numba's cache) once, on this thread
+        t0 = time.perf_counter()
+        kernel(np.zeros((1, n_k), np.float32), table, np.zeros(1 if ids is not None else 0,
+               np.intp), np.float32(1), np.zeros(1, np.float32), 0, 0)
+        jit.STATS["compile_s"] += time.perf_counter() - t0
+
+    def run(s, idx, r, rows, scale):
+        flat = s.reshape(-1, n_k)
+        top = np.empty(s.shape[:-1] + (1,), np.float32)
+        ridx = no_rows if ids is None else \
+            np.ascontiguousarray(ids[idx][..., r:r + rows]).reshape(-1)
+        kernel(flat, table, ridx, scale, top.reshape(-1), 0, flat.shape[0])
+        return top
+
+    return run
 
 
 #: Eager ops on at least this many elements (copies, reductions) use the thread pool.

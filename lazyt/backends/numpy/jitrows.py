@@ -1,8 +1,11 @@
 """Row kernels of the numpy backend as numba functions: softmax, log_softmax and layer_norm, each one pass
 over a row that stays in cache, float32 only (float64 and float16 keep the numpy forms, whose
-transcendentals are already vector code). Attention keeps its numpy form: its softmax runs on
-blocks already in cache between two GEMMs, and a numba pass there measured 1.7-2.3x slower on
-the 16-core host (7.8 ms against 13.7 ms for MiniLM's b32 s128 scores).
+transcendentals are already vector code). Attention's softmax keeps numpy's exp (its blocks are
+already in cache between two GEMMs, and a whole numba softmax there measured 1.7-2.3x slower on
+the 16-core host: 7.8 ms against 13.7 ms for MiniLM's b32 s128 scores), but its first three
+passes (scale, mask, row maximum) are one numba pass, `scale_mask_max_rows`: numpy's maximum
+along rows of 128 is slow (161 µs for a [2, 12, 64, 128] block on one thread, against 57 µs for
+this whole pass with the same bits).
 
 Every kernel takes the rows [lo, hi) of its arrays, so the backend's thread pool hands out the
 work (numba's own threads stay unused: one pool, no oversubscription); all release the GIL.
@@ -108,3 +111,39 @@ def layer_norm_rows(x, o, w, b, eps, lo, hi):
         else:
             for j in range(n):
                 o[r, j] = (x[r, j] - mean) * inv
+
+
+@njit(**_FLAGS)
+def scale_mask_max_rows(s, m, ridx, scale, top, lo, hi):
+    """For the rows r in [lo, hi) of the 2-D float32 scores `s` (in place):
+    s[r] = s[r] * scale + m[ridx[r]] (`m`: the mask's distinct rows; an empty `ridx`: no mask,
+    the scale only), and top[r] = the row's maximum. The products and sums round as numpy's
+    separate passes do (no contraction), so the scores are the same bits. A NaN in a row is
+    passed over by the maximum, where numpy's would be NaN: the row's softmax is NaN either
+    way, except that a row of NaN and -inf must not count as fully masked (the caller checks
+    the rows whose maximum is -inf)."""
+    n = s.shape[1]
+    has_mask = ridx.shape[0] > 0
+    acc = np.empty(8, np.float32)
+    n8 = n - n % 8
+    for r in range(lo, hi):
+        if has_mask:
+            mrow = m[ridx[r]]
+            for j in range(n):
+                s[r, j] = s[r, j] * scale + mrow[j]
+        else:
+            for j in range(n):
+                s[r, j] = s[r, j] * scale
+        for k in range(8):  # eight running maxima: independent chains the core overlaps
+            acc[k] = f32(-np.inf)
+        for j in range(0, n8, 8):
+            for k in range(8):
+                v = s[r, j + k]
+                acc[k] = v if v > acc[k] else acc[k]
+        mx = f32(-np.inf)
+        for k in range(8):
+            mx = acc[k] if acc[k] > mx else mx
+        for j in range(n8, n):
+            v = s[r, j]
+            mx = v if v > mx else mx
+        top[r] = mx
