@@ -94,3 +94,4 @@ def test_through_the_tensor_api_against_numpy(monkeypatch):
     s = (q @ k.swapaxes(-1, -2)).astype(np.float64) / np.sqrt(D) + mask
     p = np.exp(s - s.max(-1, keepdims=True))
     np.testing.assert_allclose(got, (p / p.sum(-1, keepdims=True)) @ v, rtol=1e-4, atol=1e-5)
+

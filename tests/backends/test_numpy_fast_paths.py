@@ -362,3 +362,16 @@ def test_linear_gradients_promotion_and_errors():
     y = F.linear(F.from_numpy(one), F.from_numpy(np.ones((3, 5), np.float32)),
                  F.from_numpy(np.arange(3, dtype=np.float32)))
     np.testing.assert_array_equal(F.to_numpy(y), [[5, 6, 7], [5, 6, 7]])
+
+
+def test_the_result_is_laid_out_heads_last_so_merging_heads_is_a_view():
+    """[b, h, n_q, d] results live in [b, n_q, h, d] memory: the transpose + reshape that
+    merges the heads (BERT's `merge_heads`) needs no copy. Holds with and without numba."""
+    rng = np.random.default_rng(11)
+    q, k, v = (rng.standard_normal((2, 3, 5, 4)).astype(np.float32) for _ in range(3))
+    out = lazyt.device("cpu", autodiff=False).base_backend.attention(q, k, v, None, 0.5)
+    merged = out.swapaxes(1, 2).reshape(2, 5, 12)
+    assert np.shares_memory(merged, out) and merged.flags.c_contiguous
+    s = q @ k.swapaxes(-1, -2) * np.float32(0.5)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    np.testing.assert_allclose(out, (p / p.sum(-1, keepdims=True)) @ v, rtol=1e-5, atol=1e-6)

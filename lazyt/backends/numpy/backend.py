@@ -217,8 +217,8 @@ class NumpyBackend(Backend):
     def attention(self, q, k, v, mask=None, scale: float = 1.0):
         """float32/float64 with the same batch dims: the scores, scale, mask, softmax and
         the product with v of a few heads at a time, each block in cache (the scores of the
-        whole batch never exist), blocks spread over the fused executor's threads. Other
-        cases use the generic helper."""
+        whole batch never exist), blocks spread over the fused executor's threads. The result
+        is laid out heads last (see below). Other cases use the generic helper."""
         lead = q.shape[:-2]
         d = q.dtype
         if (d not in (np.float32, np.float64) or q.ndim < 3 or k.dtype != d or v.dtype != d
@@ -227,7 +227,10 @@ class NumpyBackend(Backend):
                 or 0 in q.shape or 0 in k.shape or 0 in v.shape):
             return super().attention(q, k, v, mask, scale)
         n_q, n_k = q.shape[-2], k.shape[-2]
-        out = np.empty(lead + (n_q, v.shape[-1]), d)
+        # heads last in memory ([b, n_q, h, d] for [b, h, n_q, d]), as the cuda backend: the
+        # usual next step, merging the heads back into [b, n_q, h*d], is then a free view
+        # instead of a copy (4.9 ms of MiniLM's b32 s128 forward on 2 cores)
+        out = np.empty(lead[:-1] + (n_q, lead[-1], v.shape[-1]), d).swapaxes(-3, -2)
         mask_in = mask
         if mask is not None:
             mask = np.broadcast_to(mask, lead + (n_q, n_k))
