@@ -61,6 +61,9 @@ SWITCHES = (
     Switch("LAZYT_CUDA_TUNE", "1",
            "0: a cuBLASLt product (a linear with its bias) takes the heuristic's first algorithm "
            "instead of the fastest of its candidates, timed on the first call of each shape"),
+    Switch("LAZYT_NUMPY_POOL_MB", "1024",
+           "MiB of freed large numpy-backend arrays kept for the next results (fresh memory "
+           "costs page faults on first write); 0 turns the pool off"),
     Switch("LAZYT_NUMBA", "1",
            "0: the numpy backend runs fused blocks and row ops with numpy ufuncs even when "
            "numba is installed (the fallback's results, for comparison and debugging)"),
@@ -177,6 +180,12 @@ def cache_dir() -> str:
 def cuda_cache() -> bool:
     """`LAZYT_CUDA_CACHE`: read and write the disk cache of CUDA kernels (default on)."""
     return _flag("LAZYT_CUDA_CACHE", True)
+
+
+def numpy_pool_bytes() -> int:
+    """`LAZYT_NUMPY_POOL_MB` in bytes (default 1024 MiB; 0: no pool)."""
+    mb = _int("LAZYT_NUMPY_POOL_MB", 0)
+    return (1024 if mb is None else mb) << 20
 
 
 def numba_enabled() -> bool:

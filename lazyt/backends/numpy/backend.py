@@ -13,7 +13,7 @@ from ... import shape as sh
 from ...dtype import DType
 from ...ops import BinaryOp, ReduceOp, UnaryOp, kernel
 from ..base import Backend
-from . import jit
+from . import jit, memory
 from .fused import run_block
 from .pool import TILE_BYTES, _nd_tiles, _threads, parallel_for
 from .ufuncs import (BINARY, REDUCE, UNARY, _DIVIDING, _DOMAIN_OPS, _as_array, _check_index,
@@ -35,7 +35,7 @@ class NumpyBackend(Backend):
         return dt.from_numpy(x.dtype)
 
     def empty(self, shape, dtype: DType):
-        return np.empty(shape, dtype.np)
+        return memory.empty(shape, dtype.np)
 
     def zeros(self, shape, dtype: DType):
         return np.zeros(shape, dtype.np)
@@ -61,7 +61,7 @@ class NumpyBackend(Backend):
         if dtype is None:
             return np.where(cond, lhs, rhs)
         shape = np.broadcast_shapes(np.shape(cond), np.shape(lhs), np.shape(rhs))
-        return where_into(cond, lhs, rhs, np.empty(shape, dtype))
+        return where_into(cond, lhs, rhs, memory.empty(shape, dtype))
 
     def cast(self, x, dtype: DType):
         return x.astype(dtype.np)
@@ -79,7 +79,7 @@ class NumpyBackend(Backend):
             # the rows of axis 0 are independent: reduce slices of them on the thread pool
             # (each output element sees the same values in the same order: the same bits)
             fn = REDUCE[op]
-            out = np.empty(sh.reduce(x.shape, dims, keepdim), x.dtype)
+            out = memory.empty(sh.reduce(x.shape, dims, keepdim), x.dtype)
             parallel_for(lambda lo, hi: fn(x[lo:hi], axis=dims, keepdims=keepdim,
                                            out=out[lo:hi]),
                          x.shape[0], _grain(x.size // x.shape[0]))
@@ -97,7 +97,8 @@ class NumpyBackend(Backend):
     def matmul(self, lhs, rhs):
         if lhs.ndim > 2 and all(s == 1 for s in rhs.shape[:-2]):
             # one large GEMM instead of numpy's loop of small ones over the batch
-            out = np.matmul(lhs.reshape(-1, lhs.shape[-1]), rhs.reshape(rhs.shape[-2:]))
+            a, b = lhs.reshape(-1, lhs.shape[-1]), rhs.reshape(rhs.shape[-2:])
+            out = np.matmul(a, b, out=_matmul_out(a, b, (a.shape[0], b.shape[1])))
             return out.reshape(lhs.shape[:-1] + (rhs.shape[-1],))
         if (lhs.ndim > 2 and lhs.shape[:-2] == rhs.shape[:-2] and lhs.shape[0] > 1
                 and lhs.dtype.kind == "f" and lhs.dtype == rhs.dtype and lhs.size
@@ -110,11 +111,13 @@ class NumpyBackend(Backend):
                 # numpy runs a stack of small GEMMs one by one (and slowly on strided views,
                 # such as k.mT in attention); split axis 0 over the thread pool, each slice
                 # made contiguous first
-                out = np.empty(lhs.shape[:-1] + rhs.shape[-1:], lhs.dtype)
+                out = memory.empty(lhs.shape[:-1] + rhs.shape[-1:], lhs.dtype)
                 parallel_for(lambda lo, hi: np.matmul(
                     np.ascontiguousarray(lhs[lo:hi]), np.ascontiguousarray(rhs[lo:hi]),
                     out=out[lo:hi]), lhs.shape[0], max(1, -(-_GEMM_GRAIN // item)))
                 return out
+        if lhs.ndim >= 2 and rhs.ndim >= 2:
+            return np.matmul(lhs, rhs, out=_matmul_out(lhs, rhs, sh.matmul(lhs.shape, rhs.shape)))
         return np.matmul(lhs, rhs)
 
     def reshape(self, x, shape):
@@ -173,7 +176,7 @@ class NumpyBackend(Backend):
         if x.dtype not in (np.float32, np.float64) or dim != x.ndim - 1 or x.size == 0:
             return super().softmax(x, dim)
         rows = np.ascontiguousarray(x).reshape(-1, n)
-        out = np.empty(rows.shape, x.dtype)
+        out = memory.empty(rows.shape, x.dtype)
         kernels = jit.rows_for(x)
         if kernels is not None:
             jit.run_rows(kernels.softmax_rows, rows.shape[0], n, rows, out)
@@ -198,7 +201,7 @@ class NumpyBackend(Backend):
             return super().log_softmax(x, dim)
         n = x.shape[-1]
         rows = np.ascontiguousarray(x).reshape(-1, n)
-        out = np.empty(rows.shape, x.dtype)
+        out = memory.empty(rows.shape, x.dtype)
         jit.run_rows(kernels.log_softmax_rows, rows.shape[0], n, rows, out)
         return out.reshape(x.shape)
 
@@ -230,7 +233,7 @@ class NumpyBackend(Backend):
         # heads last in memory ([b, n_q, h, d] for [b, h, n_q, d]), as the cuda backend: the
         # usual next step, merging the heads back into [b, n_q, h*d], is then a free view
         # instead of a copy (4.9 ms of MiniLM's b32 s128 forward on 2 cores)
-        out = np.empty(lead[:-1] + (n_q, lead[-1], v.shape[-1]), d).swapaxes(-3, -2)
+        out = memory.empty(lead[:-1] + (n_q, lead[-1], v.shape[-1]), d).swapaxes(-3, -2)
         mask_in = mask
         if mask is not None:
             mask = np.broadcast_to(mask, lead + (n_q, n_k))
@@ -278,7 +281,7 @@ class NumpyBackend(Backend):
         inner = x.shape[x.ndim - n_dims:]
         n = math.prod(inner)
         rows = np.ascontiguousarray(x).reshape((-1,) + inner)
-        out = np.empty(rows.shape, x.dtype)
+        out = memory.empty(rows.shape, x.dtype)
         axes = tuple(range(1, n_dims + 1))
         one = x.dtype.type(1)
         kernels = jit.rows_for(x)
@@ -309,6 +312,13 @@ class NumpyBackend(Backend):
     def run_fused(self, block, inputs, scalars):
         """A fused elementwise block without per-op temporaries (see `fused`)."""
         return run_block(block, inputs, scalars)
+
+
+def _matmul_out(lhs: np.ndarray, rhs: np.ndarray, shape: tuple):
+    """A pooled output for a float product of one dtype (numpy's own otherwise: None)."""
+    if lhs.dtype != rhs.dtype or lhs.dtype.kind not in "fc":
+        return None
+    return memory.empty(shape, lhs.dtype)
 
 
 def _scale_mask_max(q: np.ndarray, mask, lead: tuple, n_q: int, n_k: int):
@@ -372,7 +382,7 @@ def _row_blocks(work, n_rows: int, row_bytes: int) -> None:
 def _copy(x: np.ndarray) -> np.ndarray:
     """A C-contiguous copy; large ones are split over the thread pool along axis 0 (a
     single thread's memory bandwidth is a fraction of the machine's)."""
-    out = np.empty(x.shape, x.dtype)
+    out = memory.empty(x.shape, x.dtype)
     if x.size < _PARALLEL_MIN or x.ndim == 0 or x.shape[0] < 2:
         np.copyto(out, x)
         return out

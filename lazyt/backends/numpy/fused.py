@@ -17,7 +17,7 @@ from ...config import debug_level, numba_min
 from ...ops import BinaryOp, UnaryOp
 from ...shape import numel
 from ..fused import FusedBlock
-from . import jit
+from . import jit, memory
 from .pool import PARALLEL_MIN, TILE_BYTES, _get_pool, _nd_tiles, _quiet, _restore, _threads
 from .ufuncs import BINARY, UNARY, erf_f32_into, where_into
 
@@ -287,7 +287,7 @@ def run_block(block: FusedBlock, inputs: list, scalars: list) -> list:
             outs[k] = x
     for k, d in enumerate(prog.out_dtypes):
         if outs[k] is None:
-            outs[k] = np.empty(shape, d)
+            outs[k] = memory.empty(shape, d)
     n = numel(shape)
     if n >= numba_min() and jit.available() and jit.try_run(block, inputs, scalars, outs):
         return outs
