@@ -106,3 +106,15 @@ def test_results_of_a_model_step_are_unchanged_with_and_without_the_pool(monkeyp
     without = step()
     for r in with_pool:
         np.testing.assert_array_equal(r, without)
+
+
+def test_a_past_peak_is_trimmed_on_reuse_and_turning_the_pool_off_lets_go(monkeypatch):
+    monkeypatch.setenv("LAZYT_NUMPY_POOL_MB", "4")
+    live = [memory.empty((2 * MB,), np.uint8) for _ in range(8)]
+    del live
+    again = memory.empty((2 * MB,), np.uint8)    # a hit: the 14 MiB left free are trimmed
+    assert memory.pooled_bytes()[1] <= 4 * MB and again.nbytes == 2 * MB
+    del again
+    monkeypatch.setenv("LAZYT_NUMPY_POOL_MB", "0")
+    memory.empty((2 * MB,), np.uint8)
+    assert memory.pooled_bytes() == (0, 0)

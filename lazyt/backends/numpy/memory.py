@@ -12,7 +12,8 @@ told, through its environment variables, never to give it back), it took 459-474
 buffer. A buffer is free again when no array uses it any more: the pool holds the only
 reference to it (every view of it, however derived, holds one, as do a `torch.from_numpy` or
 DLPack export of one). Buffers are binned by size rounded up to `_GRAIN` bytes. The free ones
-kept are bounded by `LAZYT_NUMPY_POOL_MB` (oldest dropped first); 0 turns the pool off.
+kept are bounded by `LAZYT_NUMPY_POOL_MB` at every pooled allocation (oldest dropped first);
+0 turns the pool off and lets go of what it kept.
 """
 from __future__ import annotations
 
@@ -65,14 +66,16 @@ def empty(shape: tuple, dtype) -> np.ndarray:
         return np.empty(shape, dtype)
     cap = config.numpy_pool_bytes()
     if cap == 0 or _FREE_REFS is None:
+        if _bins:
+            clear()    # turned off at run time: what it kept goes back
         return np.empty(shape, dtype)
     size = -(-nbytes // _GRAIN) * _GRAIN
     with _lock:
         buf = _take(size)
+        _trim(cap, keep=buf)   # on hits too: a past peak's free buffers do not stay for good
         if buf is None:
             STATS["misses"] += 1
             buf = np.empty(size, np.uint8)
-            _trim(cap)
             _bins.setdefault(size, []).append(buf)
         else:
             STATS["hits"] += 1
@@ -97,19 +100,27 @@ def _free_buffers() -> list:
     return free
 
 
-def _trim(cap: int) -> None:
-    """Drop free buffers until those kept hold at most `cap` bytes (called under the lock,
-    before a new buffer is made)."""
-    free = _free_buffers()
+def _trim(cap: int, keep=None) -> None:
+    """Drop free buffers (but `keep`, about to be handed out) until those kept hold at most
+    `cap` bytes (called under the lock, on every pooled allocation)."""
+    free = [f for f in _free_buffers() if f[2] is not keep]
     kept = sum(size for size, _, _ in free)
     for size, bufs, buf in free:
         if kept <= cap:
             break
-        bufs.remove(buf)
+        _remove(bufs, buf)
         kept -= size
         STATS["dropped"] += 1
     for size in [s for s, b in _bins.items() if not b]:
         del _bins[size]
+
+
+def _remove(bufs: list, buf) -> None:
+    """Remove `buf` from `bufs` by identity (`list.remove` would compare arrays by value)."""
+    for i, b in enumerate(bufs):
+        if b is buf:
+            del bufs[i]
+            return
 
 
 def pooled_bytes() -> tuple:
@@ -124,6 +135,6 @@ def clear() -> None:
     """Forget every free buffer (the memory goes back once no array uses it)."""
     with _lock:
         for size, bufs, buf in _free_buffers():
-            bufs.remove(buf)
+            _remove(bufs, buf)
         for size in [s for s, b in _bins.items() if not b]:
             del _bins[size]
