@@ -8,21 +8,10 @@ import numpy as np
 import pytest
 
 import lazyt
-from lazyt.errors import DeviceError
+from cuda_device import DEV, requires_cuda
 
 
-def _cuda():
-    try:
-        dev = lazyt.device("cuda")
-        dev.backend  # noqa: B018
-        return dev
-    except DeviceError:
-        return None
-
-
-DEV = _cuda()
-pytestmark = pytest.mark.skipif(DEV is None, reason="no CUDA device (pycuda, a GPU and its "
-                                                    "driver are needed); runs on the GPU machine")
+pytestmark = requires_cuda
 
 
 @pytest.fixture

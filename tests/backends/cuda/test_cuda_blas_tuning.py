@@ -11,21 +11,10 @@ import pytest
 import lazyt
 from lazyt import Dispatch
 from lazyt import dtype as dt
-from lazyt.errors import DeviceError
+from cuda_device import DEV, requires_cuda
 
 
-def _cuda():
-    try:
-        dev = lazyt.device("cuda")
-        dev.backend  # noqa: B018
-        return dev
-    except DeviceError:
-        return None
-
-
-DEV = _cuda()
-pytestmark = pytest.mark.skipif(DEV is None, reason="no CUDA device (pycuda, a GPU and its "
-                                                    "driver are needed); runs on the GPU machine")
+pytestmark = requires_cuda
 
 
 def _fresh_blas():
