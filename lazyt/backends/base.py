@@ -109,6 +109,20 @@ class Backend:
         kernel per block; this default replays the block op by op through the primitives."""
         return run_generic(self, block, inputs, scalars)
 
+    #: Composite kernels (by op name) that take a fused elementwise block in front of their
+    #: first input through `run_prologue`: the Fusion layer then hands such an op the block
+    #: that computes its input when nothing else reads the block's value.
+    prologue_ops: frozenset = frozenset()
+
+    def run_prologue(self, name: str, block, inputs: Sequence[Primitive],
+                     scalars: Sequence[Scalar], args: tuple) -> Primitive:
+        """The composite kernel `name` (one of `prologue_ops`) on the one output of the fused
+        `block` (run on `inputs` and `scalars`) and its other arguments `args`, in parameter
+        order. A backend overrides it to compute the block inside the op's kernel where it
+        can take the block's layouts; this default runs the block, then the op."""
+        x = self.run_fused(block, inputs, scalars)[0]
+        return getattr(self, name)(x, *args)
+
     def run_extension(self, op, args: list, is_tensor: list, declared):
         """Run an extension op (`lazyt.extension`) on this backend's primitives: the impl
         registered for this backend's class or family. Layers route it their own way."""

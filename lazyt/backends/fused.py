@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ..config import debug_level
-from ..dtype import DType
+from ..dtype import DType, float32
 from ..ops import BinaryOp, UnaryOp
 from ..shape import numel
 
@@ -92,6 +92,29 @@ class FusedBlock:
         if self.inplace:
             lines.append("  in place: " + ", ".join(f"out{k} into in{j}" for k, j in self.inplace))
         return "\n".join(lines)
+
+
+def summed_inputs(block: FusedBlock) -> tuple | None:
+    """The inputs `block` adds, in the order it adds them, when its one output is
+    `x_i + x_j` or `(x_i + x_j) + x_k` of float32 inputs (adds only, no scalars; a sum is
+    symmetric, so `x_k + (x_i + x_j)` counts too); else None."""
+    instrs = block.instrs
+    if len(block.outputs) != 1 or block.scalars or not 1 <= len(instrs) <= 2 or \
+            block.outputs[0] != len(instrs) - 1 or \
+            any(d is not float32 for _, d in block.inputs):
+        return None
+    order: list = []
+    for n, ins in enumerate(instrs):
+        if ins.kind != "binary" or ins.op is not BinaryOp.ADD or ins.dtype is not float32:
+            return None
+        a, b = ins.operands
+        if n == 1 and a.kind == "in":     # x_k + (x_i + x_j): the same sum
+            a, b = b, a
+        want = ("in", "in") if n == 0 else ("v", "in")
+        if (a.kind, b.kind) != want:
+            return None
+        order += [a.index, b.index] if n == 0 else [b.index]
+    return tuple(order)
 
 
 def run_generic(backend, block: FusedBlock, inputs: Sequence[Any],

@@ -555,6 +555,10 @@ def _composite(F: "Fusion", op: ops.OpDef, args: tuple):
     if made is None:  # made once per layout: a custom op's function is part of the plan key
         made = F._composite_fns[key] = (_kernel_call(F.inner, op, key[1]),
                                         _record_name(op, key[2]))
+        if op.name in F.inner.prologue_ops and key[1][0] == "t":
+            # the kernel may compute a fused block in front of its first input (the plan
+            # hands it one: `PrologueStep`)
+            made[0].prologue = (op.name, key[1])
     if F._overlap is not None:
         out = _run_now(F, made, tensors, values, shape, dtype)
         if out is not None:

@@ -26,7 +26,7 @@ from ..errors import InvalidArgumentError, LazytError
 from .backend import Fusion
 from .ir import TensorStatus
 from .optimizer import build_graph, build_plan
-from .plan import BlockStep, OpStep
+from .plan import BlockStep, OpStep, PrologueStep
 
 if TYPE_CHECKING:
     import graphviz
@@ -146,8 +146,8 @@ def _pending(fusion) -> _Pending:
 # ---------------------------------------------------------------------------- the picture
 def _build(gv, p: _Pending) -> graphviz.Digraph:
     steps = p.plan.steps
-    blocks = [s for s in steps if isinstance(s, BlockStep)]
-    opaque = {s.index for s in steps if isinstance(s, OpStep)}
+    blocks = [s for s in steps if isinstance(s, (BlockStep, PrologueStep))]
+    opaque = {s.index for s in steps if isinstance(s, (OpStep, PrologueStep))}
     runs = opaque | {i for s in blocks for i in s.members}
     n_dead = len(p.ops) - len(runs)
     summary = (f"{_count(len(p.ops), 'pending op')}: {_count(len(blocks), 'fused block')}, "

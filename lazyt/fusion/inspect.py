@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from .plan import BlockStep
+from .plan import BlockStep, PrologueStep
 
 _ACTIVE: contextvars.ContextVar = contextvars.ContextVar("lazyt_fusion_inspect", default=())
 
@@ -49,6 +49,9 @@ class Report:
         self.bytes_written += step.nbytes
         if isinstance(step, BlockStep):
             self.blocks.append(BlockReport(step.op_names, step.block.shape, len(step.outs)))
+        elif isinstance(step, PrologueStep):   # one kernel: the block inside the op's
+            self.blocks.append(BlockReport(step.op_names, step.block.shape, 0))
+            self.opaque_ops.append(step.op_name)
         else:
             self.opaque_ops.append(step.name)
 

@@ -19,8 +19,8 @@ import networkx as nx
 
 from ..backends.fused import FusedBlock, FusedInstr, Ref
 from ..shape import numel
-from .ir import TensorStatus
-from .plan import BlockStep, OpStep, Plan
+from .ir import CUSTOM, TensorStatus
+from .plan import BlockStep, OpStep, Plan, PrologueStep
 
 
 
@@ -161,10 +161,12 @@ def build_plan(stream, key: tuple) -> Plan:
         else:
             steps.append(_block_step(stream, members[x], in_rels, out_rels, readers, alive,
                                      scalar_start))
-    n_fused_ops = sum(len(s.members) for s in steps if isinstance(s, BlockStep))
+    steps = _with_prologues(steps, ops, readers, alive)
+    n_fused_ops = sum(len(s.members) for s in steps if isinstance(s, (BlockStep, PrologueStep)))
 
     # 4. in-place reuse, outputs kept, and when each value can be dropped
     produced_by_block = {r for s in steps if isinstance(s, BlockStep) for r in s.outs}
+    opaque = (OpStep, PrologueStep)
     ext_reusable = {r: reusable for r, _, _, reusable in ext}
     final_steps = []
     for s in steps:
@@ -175,7 +177,7 @@ def build_plan(stream, key: tuple) -> Plan:
 
     stores = tuple(r for r in range(len(alive)) if alive[r] and r in producer
                    and needed[producer[r]])
-    opaque_readers = {r for s in steps if isinstance(s, OpStep) for r in s.ins}
+    opaque_readers = {r for s in steps if isinstance(s, opaque) for r in s.ins}
     owned = tuple(r for r in stores if r in produced_by_block and r not in opaque_readers)
     last_read: dict = {}
     for n, s in enumerate(steps):
@@ -192,7 +194,40 @@ def build_plan(stream, key: tuple) -> Plan:
     shared = tuple(r for r in loads if r in opaque_readers)
     return Plan(size=len(alive), loads=loads, steps=tuple(steps), stores=stores, owned=owned,
                 shared=shared,
-                n_blocks=sum(isinstance(s, BlockStep) for s in steps), n_fused_ops=n_fused_ops)
+                n_blocks=sum(isinstance(s, (BlockStep, PrologueStep)) for s in steps),
+                n_fused_ops=n_fused_ops)
+
+
+def _with_prologues(steps: list, ops, readers, alive) -> list:
+    """Hand a block to the opaque op that reads it (a `PrologueStep`) where the op's kernel
+    takes a block in front of its first input (`fn.prologue`, set by the Fusion layer for the
+    inner backend's `prologue_ops`) and nothing else sees the block's one value: not alive,
+    read by that op alone and only as its first input."""
+    made = {}
+    for s in steps:
+        if isinstance(s, BlockStep) and len(s.outs) == 1:
+            made[s.outs[0]] = s
+    if not made:
+        return steps
+    merged: dict = {}     # id of a block step taken -> the prologue step replacing its reader
+    out = []
+    for s in steps:
+        if isinstance(s, OpStep) and s.ins and s.ins[0] in made:
+            op = ops[s.index]
+            r = s.ins[0]
+            b = made[r]
+            if op.kind is CUSTOM and getattr(op.fn, "prologue", None) is not None and \
+                    not alive[r] and readers.get(r) == [s.index] and r not in s.ins[1:] and \
+                    len(s.outs) == 1:
+                p = PrologueStep(block=b.block, ins=b.ins + s.ins[1:], n_block_ins=len(b.ins),
+                                 scalar_idx=b.scalar_idx, members=b.members,
+                                 op_names=b.op_names, index=s.index, outs=s.outs,
+                                 op_name=s.name, nbytes=s.nbytes)
+                merged[id(b)] = p
+                out.append(p)
+                continue
+        out.append(s)
+    return [s for s in out if id(s) not in merged]
 
 
 def _block_step(stream, member_ops, in_rels, out_rels, readers, alive,

@@ -113,6 +113,46 @@ class BlockStep:
 
 
 @dataclass(eq=False)
+class PrologueStep:
+    """A fused elementwise block whose one value only an opaque op reads, run by that op's
+    kernel (`Backend.run_prologue`): the kernel computes the block's value where it reads its
+    first input, so the value never goes through memory (a residual add inside a layer norm's
+    row kernel). A backend that cannot take the block's layouts runs the block, then the op."""
+
+    block: FusedBlock
+    ins: tuple         # relative numbers read: the block's inputs, then the op's other tensors
+    n_block_ins: int   # how many of `ins` are the block's
+    scalar_idx: tuple  # positions in the stream's scalar list, one per block scalar
+    members: tuple     # stream positions of the block's ops
+    op_names: tuple
+    index: int         # stream position of the op
+    outs: tuple        # relative numbers the op writes
+    op_name: str
+    nbytes: int
+    drop: tuple = ()
+
+    @property
+    def name(self) -> str:
+        return f"{self.op_name}[fused[{'+'.join(self.op_names)}]]"
+
+    def run(self, inner, env, ops, scalars):
+        op = ops[self.index]
+        name, layout = op.fn.prologue
+        n = self.n_block_ins
+        tensors = iter([env[r] for r in self.ins[n:]])
+        values = iter(op.scalars)
+        args = tuple(next(tensors) if k == "t" else None if k == "n" else next(values)
+                     for k in layout[1:])
+        out = inner.run_prologue(name, self.block, [env[r] for r in self.ins[:n]],
+                                 [scalars[i] for i in self.scalar_idx], args)
+        _check_output(inner, op, 0, out)
+        env[self.outs[0]] = out
+
+    def location(self, ops) -> str | None:
+        return ops[self.index].location
+
+
+@dataclass(eq=False)
 class Plan:
     """What a drain does: load outside inputs, run the steps, keep the live outputs."""
 
@@ -188,7 +228,7 @@ def execute(plan: Plan, stream, handles: Handles, inner, reports) -> None:
 
 
 def _run_with_failed_inputs(step, env, ops, scalars, inner, failed):
-    if isinstance(step, OpStep):
+    if not isinstance(step, BlockStep):   # an opaque op (with or without a prologue)
         f = next(failed[r] for r in step.ins if r in failed)
         for r in step.outs:
             failed[r] = f

@@ -14,6 +14,7 @@ from ...dtype import DType
 from ...ops import BinaryOp, ReduceOp, UnaryOp, kernel
 from ..base import Backend
 from . import jit, memory
+from ..fused import summed_inputs
 from .fused import run_block
 from .pool import TILE_BYTES, _nd_tiles, _threads, parallel_for
 from .ufuncs import (BINARY, REDUCE, UNARY, _DIVIDING, _DOMAIN_OPS, _as_array, _check_index,
@@ -312,6 +313,57 @@ class NumpyBackend(Backend):
     def run_fused(self, block, inputs, scalars):
         """A fused elementwise block without per-op temporaries (see `fused`)."""
         return run_block(block, inputs, scalars)
+
+    #: `layer_norm` takes a block that sums two or three float32 tensors (a residual add, a
+    #: bias) in front of its input: see `run_prologue`.
+    prologue_ops = frozenset({"layer_norm"})
+
+    def run_prologue(self, name, block, inputs, scalars, args):
+        """`layer_norm` of a float32 sum `(a + b) [+ c]` of whole tensors and rows broadcast
+        over them, as one numba row pass (`jitrows.sum_layer_norm_rows`) that forms the sum
+        a row at a time: the same bits as the block then the norm. Anything else runs the
+        block, then the op."""
+        if name == "layer_norm":
+            out = self._sum_layer_norm(block, inputs, *args)
+            if out is not None:
+                return out
+        return super().run_prologue(name, block, inputs, scalars, args)
+
+    def _sum_layer_norm(self, block, inputs, n_dims: int, eps: float, weight=None,
+                        bias=None):
+        order = summed_inputs(block)
+        shape = tuple(block.shape)
+        if order is None or not 1 <= n_dims <= len(shape) or \
+                any(v is not None and v.dtype != np.float32 for v in (weight, bias)):
+            return None
+        inner = shape[len(shape) - n_dims:]
+        n = math.prod(inner)
+        if n == 0:
+            return None
+        rows = math.prod(shape) // n
+        terms = []
+        for k in order:
+            x = inputs[k]
+            if x.dtype != np.float32:
+                return None
+            padded = (1,) * (len(shape) - x.ndim) + tuple(x.shape)
+            if padded == shape:
+                terms.append(x.reshape(rows, n))
+            elif math.prod(padded) == n and padded[len(shape) - n_dims:] == inner:
+                terms.append(x.reshape(1, n))
+            else:
+                return None
+        out = memory.empty(shape, np.float32)
+        kernels = jit.rows_for(out)
+        if kernels is None:
+            return None
+        empty = np.zeros(0, np.float32)
+        w = empty if weight is None else np.ascontiguousarray(weight).reshape(-1)
+        b = empty if bias is None else np.ascontiguousarray(bias).reshape(-1)
+        c = terms[2] if len(terms) == 3 else terms[1]
+        jit.run_rows(kernels.sum_layer_norm_rows, rows, n, terms[0], terms[1], c,
+                     len(terms) == 3, out.reshape(rows, n), w, b, np.float32(eps))
+        return out
 
 
 def _matmul_out(lhs: np.ndarray, rhs: np.ndarray, shape: tuple):

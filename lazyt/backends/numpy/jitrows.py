@@ -89,28 +89,53 @@ def _x_sum(x, r):
 
 
 @njit(**_FLAGS)
+def _norm_row(x, xr, o, r, w, b, eps):
+    """o[r] = the layer norm of x[xr] (see `layer_norm_rows`)."""
+    n = x.shape[1]
+    has_w, has_b = w.shape[0] > 0, b.shape[0] > 0
+    mean = fdiv(_x_sum(x, xr), f32(n))
+    var = fdiv(_centered_sum_sq(x, xr, mean), f32(n))
+    inv = fdiv(f32(1.0), np.sqrt(var + eps))
+    if has_w and has_b:
+        for j in range(n):
+            o[r, j] = (x[xr, j] - mean) * inv * w[j] + b[j]
+    elif has_w:
+        for j in range(n):
+            o[r, j] = (x[xr, j] - mean) * inv * w[j]
+    elif has_b:
+        for j in range(n):
+            o[r, j] = (x[xr, j] - mean) * inv + b[j]
+    else:
+        for j in range(n):
+            o[r, j] = (x[xr, j] - mean) * inv
+
+
+@njit(**_FLAGS)
 def layer_norm_rows(x, o, w, b, eps, lo, hi):
     """o[r] = (x[r] - mean) / sqrt(var + eps) * w + b for the rows [lo, hi) of 2-D float32
     arrays (biased variance, as torch); `w`/`b` are 1-D of the row's length, or empty for
     none."""
-    n = x.shape[1]
-    has_w, has_b = w.shape[0] > 0, b.shape[0] > 0
     for r in range(lo, hi):
-        mean = fdiv(_x_sum(x, r), f32(n))
-        var = fdiv(_centered_sum_sq(x, r, mean), f32(n))
-        inv = fdiv(f32(1.0), np.sqrt(var + eps))
-        if has_w and has_b:
+        _norm_row(x, r, o, r, w, b, eps)
+
+
+@njit(**_FLAGS)
+def sum_layer_norm_rows(p, q, c, has_c, o, w, b, eps, lo, hi):
+    """`layer_norm_rows` of (p + q) [+ c] (`has_c`), the sum formed a row at a time in a
+    scratch row that stays in cache: the same bits as adding first, without the sum's pass
+    through memory. Each addend is 2-D: a [1, n] one is one row broadcast over the rows."""
+    n = o.shape[1]
+    t = np.empty((1, n), np.float32)
+    full_p, full_q, full_c = p.shape[0] > 1, q.shape[0] > 1, c.shape[0] > 1
+    for r in range(lo, hi):
+        rp, rq, rc = r if full_p else 0, r if full_q else 0, r if full_c else 0
+        if has_c:
             for j in range(n):
-                o[r, j] = (x[r, j] - mean) * inv * w[j] + b[j]
-        elif has_w:
-            for j in range(n):
-                o[r, j] = (x[r, j] - mean) * inv * w[j]
-        elif has_b:
-            for j in range(n):
-                o[r, j] = (x[r, j] - mean) * inv + b[j]
+                t[0, j] = (p[rp, j] + q[rq, j]) + c[rc, j]
         else:
             for j in range(n):
-                o[r, j] = (x[r, j] - mean) * inv
+                t[0, j] = p[rp, j] + q[rq, j]
+        _norm_row(t, 0, o, r, w, b, eps)
 
 
 @njit(**_FLAGS)
