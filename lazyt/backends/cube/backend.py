@@ -709,10 +709,14 @@ class CubeBackend(Backend):
         """One `rows` kernel over `rows` rows of `n`: LANES invocations per row, a power of
         two covering about `row_elems_per_lane` elements each (at most ROW_WG), several short
         rows per group."""
-        per = self.row_elems_per_lane
-        lanes = min(ROW_WG, 1 << max(0, (-(-n // per) - 1).bit_length()))
+        lanes = self.row_lanes(n)
         p = self._template("rows", {"lanes": lanes}, entry, wg=ROW_WG)
         self.client.launch(p, self.groups(-(-rows // (ROW_WG // lanes))), [*buffers, info])
+
+    def row_lanes(self, n: int) -> int:
+        """Invocations of a row kernel that share a row of `n`: a power of two covering about
+        `row_elems_per_lane` elements each, at most ROW_WG."""
+        return min(ROW_WG, 1 << max(0, (-(-n // self.row_elems_per_lane) - 1).bit_length()))
 
     # ------------------------------------------------------------------ scans
     #: Rows at most this long are scanned by one invocation each, longer ones by a workgroup.

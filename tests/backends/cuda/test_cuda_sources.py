@@ -141,6 +141,21 @@ def recorded():
         del b.ATTENTION_TPR, b.ATTENTION_MAX_D
         b.attention(t((2, 4, 16, 80), d), t((2, 4, 16, 80), d), t((2, 4, 16, 80), d),
                     t((2, 1, 1, 16), d), 0.5)                      # too wide: three launches
+        # a fused block inside the layer norm: whole, row and one-element inputs, a scalar
+        # and a helper function (erf)
+        f = dt.float32
+        blk = FusedBlock((4, 64), (((4, 64), f), ((64,), f), ((1,), f)), (f,), (
+            FusedInstr("binary", BinaryOp.MUL, (Ref("in", 0), Ref("sc", 0)), f),
+            FusedInstr("unary", UnaryOp.ERF, (Ref("v", 0),), f),
+            FusedInstr("binary", BinaryOp.ADD, (Ref("v", 1), Ref("in", 1)), f),
+            FusedInstr("binary", BinaryOp.ADD, (Ref("v", 2), Ref("in", 2)), f)), (3,))
+        ins = [t((4, 64), f), t((64,), f), t((1,), f)]
+        assert b._block_row_modes(blk, ins, 1) == (1, 0, 2)
+        b.run_prologue("layer_norm", blk, ins, [0.5], (1, 1e-5, t((64,), f), None))
+        b.run_prologue("layer_norm", blk, ins, [0.5], (2, 1e-5, None, t((4, 64), f)))
+        b.layer_norm_block_cache = 0       # no values kept in registers
+        b.run_prologue("layer_norm", blk, ins, [0.5], (1, 1e-5, None, None))
+        del b.layer_norm_block_cache
     for d in (dt.float32, dt.float64, dt.float16, dt.int32, dt.int64):
         b._kernel_matmul(t((3, 5), d), t((5, 7), d), None, False, (3, 7), (), 3, 7, 5)
         b._kernel_matmul(t((2, 3, 5), d), t((5, 7), d), t((7,), d), True, (2, 3, 7), (2,), 3,
@@ -192,6 +207,7 @@ def test_every_template_and_generated_kind_is_launched(recorded):
                  ("gather", "kernel"), ("check_index", "kernel"), ("scatter_add", "kernel"),
                  ("rows", "softmax_rows"), ("rows", "layer_norm_rows"),
                  ("rows", "attention_rows"), ("attention", "attention_fused"),
+                 ("layer_norm_block", "layer_norm_block_rows"),
                  ("matmul", "matmul"), ("matmul", "matmul_bias"),
                  ("fused", "kernel"), ("cast", "kernel"), ("where", "kernel")]:
         assert want in names, want
