@@ -14,7 +14,10 @@ without the lazy layers' Python), and as "device": the GPU time of lazyt's kerne
 timestamp queries (where the adapter has them), which leaves out host overhead and gaps.
 K iterations are queued with their outputs kept alive, then one `sync`; the time per
 iteration is the median over repeats. torch is measured in the same process when it is
-importable and sees a CUDA GPU; otherwise its fields are null.
+importable and sees a CUDA GPU, the same way (host clock, outputs kept, one synchronize);
+otherwise its fields are null. The chain row also gives torch.compile on the device's clock
+(`torch_compile_event_ms`, CUDA events: no first-launch latency, no wait for the sync), the
+measure that earlier rows used.
 
 Usage: python benchmarks/gpu.py [DEVICE] [--small] [--repeat N]
   DEVICE   a lazyt device, "wgpu:0" by default ("cuda" for the CUDA backend)
@@ -81,19 +84,31 @@ def torch_cuda():
     return torch if torch.cuda.is_available() else None
 
 
-def torch_per_iteration(torch, fn, k: int, repeat: int) -> float:
+def torch_per_iteration(torch, fn, k: int, repeat: int, events: bool = False) -> float:
+    """Median seconds per iteration of k calls of `fn` with their results kept, timed as
+    lazyt's `per_iteration` is: host clock from the first call to the end of
+    `torch.cuda.synchronize()` (end to end, for both). `events`: CUDA events around the
+    calls instead (the device's clock: the first launch's host latency and the wait for
+    the sync are left out)."""
     for _ in range(3):
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(repeat):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for _ in range(k):
-            fn()
-        end.record()
-        torch.cuda.synchronize()
-        times.append(start.elapsed_time(end) / 1e3 / k)
+        if events:
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            outs = [fn() for _ in range(k)]
+            end.record()
+            torch.cuda.synchronize()
+            times.append(start.elapsed_time(end) / 1e3 / k)
+        else:
+            t0 = time.perf_counter()
+            outs = [fn() for _ in range(k)]
+            torch.cuda.synchronize()
+            times.append((time.perf_counter() - t0) / k)
+        del outs
     return statistics.median(times)
 
 
@@ -198,11 +213,12 @@ def bench_chain(dev, base, torch, n: int, k: int, repeat: int) -> None:
 
     t_kernel = per_iteration(run_kernel, k, repeat)
     t_device = device_seconds(base, run, k)
-    t_compile = t_eager = None
+    t_compile = t_compile_ev = t_eager = None
     if torch is not None:
         xt = torch.from_numpy(x).cuda()
         compiled = torch.compile(chain)
         t_compile = torch_per_iteration(torch, lambda: compiled(xt), k, repeat)
+        t_compile_ev = torch_per_iteration(torch, lambda: compiled(xt), k, repeat, events=True)
         t_eager = torch_per_iteration(torch, lambda: chain(xt), k, repeat)
     emit(name="chain5_fp32", device=str(dev), n=n, correct=ok, lazyt_ms=t * 1e3,
          lazyt_gbps=moved / t / 1e9, kernel_ms=t_kernel * 1e3,
@@ -211,6 +227,7 @@ def bench_chain(dev, base, torch, n: int, k: int, repeat: int) -> None:
          device_gbps=None if t_device is None else moved / t_device / 1e9,
          torch_compile_ms=None if t_compile is None else t_compile * 1e3,
          torch_compile_gbps=None if t_compile is None else moved / t_compile / 1e9,
+         torch_compile_event_ms=None if t_compile_ev is None else t_compile_ev * 1e3,
          torch_eager_gbps=None if t_eager is None else moved / t_eager / 1e9,
          ratio=None if t_compile is None else t_compile / t,
          kernel_ratio=None if t_compile is None else t_compile / t_kernel,
