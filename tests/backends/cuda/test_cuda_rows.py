@@ -1,6 +1,6 @@
-"""The cuda backend's row kernels against numpy in float64: layer_norm keeps the first
-CACHE * LANES values of a row in registers and reads the rest again, so row lengths on both
-sides of that edge (and of one lane's share) are checked, with and without weight and bias.
+"""The cuda backend's row kernels against numpy in float64: row lengths on both sides of the
+edges of the lanes' shares (softmax keeps CACHE * LANES values of a row in registers) are
+checked, with and without weight and bias.
 Skipped where no CUDA device is present (they run on the GPU machine)."""
 from __future__ import annotations
 
