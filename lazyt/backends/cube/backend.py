@@ -691,16 +691,21 @@ class CubeBackend(Backend):
         x = self.contiguous(x)
         n = math.prod(x.shape[x.ndim - n_dims:])
         rows = x.num_elements // n
+        weight, bias, head = self._norm_info(rows, n, x.offset, eps, weight, bias)
+        out = self.alloc(entry, x.shape, x.dtype)
+        self._launch_rows(entry, rows, n, info_words(head),
+                          [x, out, x if weight is None else weight, x if bias is None else bias])
+        return out
+
+    def _norm_info(self, rows: int, n: int, offset: int, eps: float, weight, bias) -> tuple:
+        """The row kernels' contiguous weight and bias (or None) and their first info words:
+        [n_rows, n, x_offset, has_weight, has_bias, eps (f32 bits), w_offset, b_offset]."""
         weight = None if weight is None else self.contiguous(weight)
         bias = None if bias is None else self.contiguous(bias)
-        out = self.alloc(entry, x.shape, x.dtype)
         eps_bits = int(np.array(eps, np.float32).view(np.uint32))
-        info = info_words([rows, n, x.offset, weight is not None, bias is not None, eps_bits,
-                     0 if weight is None else weight.offset,
-                     0 if bias is None else bias.offset])
-        self._launch_rows(entry, rows, n, info, [x, out, x if weight is None else weight,
-                                                 x if bias is None else bias])
-        return out
+        return weight, bias, [rows, n, offset, weight is not None, bias is not None, eps_bits,
+                              0 if weight is None else weight.offset,
+                              0 if bias is None else bias.offset]
 
     #: Elements of a row that each of a row kernel's lanes covers, about (see `_launch_rows`).
     row_elems_per_lane = 4

@@ -61,11 +61,6 @@ class CudaBackend(CubeBackend):
 
     #: `layer_norm` computes a float32 fused block in front of its input (`run_prologue`).
     prologue_ops = frozenset({"layer_norm"})
-    #: Block values per thread that `layer_norm_block_rows` keeps in registers (0: computes
-    #: the block again in each of its three passes, from inputs the caches still hold). On
-    #: MiniLM's 12 residual norms (H200, CUPTI, two processes each): 0 took 107.0-107.2 µs per
-    #: forward, 8 took 115.1-115.4 µs; the adds and norms apart took 60 + 79 µs.
-    layer_norm_block_cache = 0
 
     # ------------------------------------------------------------------ prologues
     def run_prologue(self, name, block, inputs, scalars, args):
@@ -74,7 +69,8 @@ class CudaBackend(CubeBackend):
         (`layer_norm_block_rows`) that computes the block where it reads the row. Anything
         else runs the block, then the op."""
         if name == "layer_norm":
-            modes = self._block_row_modes(block, inputs, *args[:1], *args[2:])
+            n_dims, eps, weight, bias = args
+            modes = self._block_row_modes(block, inputs, n_dims, weight, bias)
             if modes is not None:
                 return self._layer_norm_block(block, modes, list(inputs), list(scalars), *args)
         return super().run_prologue(name, block, inputs, scalars, args)
@@ -108,36 +104,29 @@ class CudaBackend(CubeBackend):
                 return None
         return tuple(modes)
 
-    @_replay.replayable(extra=lambda self: self.layer_norm_block_cache)
+    @_replay.replayable()
     def _layer_norm_block(self, block, modes: tuple, inputs: list, scalars: list, n_dims: int,
                           eps: float, weight=None, bias=None) -> CubeTensor:
         shape = tuple(block.shape)
         n = math.prod(shape[len(shape) - n_dims:])
         rows = math.prod(shape) // n
-        weight = None if weight is None else self.contiguous(weight)
-        bias = None if bias is None else self.contiguous(bias)
+        weight, bias, head = self._norm_info(rows, n, 0, eps, weight, bias)
         out = self.alloc("layer_norm", shape, dt.float32)
         words = [w for v, d in zip(scalars, block.scalars) for w in self._scalar_words(v, d)]
-        eps_bits = int(np.array(eps, np.float32).view(np.uint32))
-        info = info_words([rows, n, 0, weight is not None, bias is not None, eps_bits,
-                           0 if weight is None else weight.offset,
-                           0 if bias is None else bias.offset,
-                           *(x.offset for x in inputs), *words])
+        info = info_words([*head, *(x.offset for x in inputs), *words])
         lanes = self.row_lanes(n)
         x0 = inputs[0]
         ins = inputs + [x0] * (4 - len(inputs))
-        self.client.launch(self._layer_norm_block_kernel(block, modes, lanes,
-                                                         self.layer_norm_block_cache),
+        self.client.launch(self._layer_norm_block_kernel(block, modes, lanes),
                            self.groups(-(-rows // (ROW_WG // lanes))),
                            [*ins, out, x0 if weight is None else weight,
                             x0 if bias is None else bias, info])
         return out
 
     @functools.lru_cache(maxsize=1024)
-    def _layer_norm_block_kernel(self, block, modes: tuple, lanes: int,
-                                 cache: int) -> TextKernelSource:
+    def _layer_norm_block_kernel(self, block, modes: tuple, lanes: int) -> TextKernelSource:
         """`kernels/rows.cu`'s `layer_norm_block_rows` with `lz_block` for `block` in front
-        (memoized per block object, input layout, lanes and registers kept)."""
+        (memoized per block object, input layout and lanes)."""
         r = self.renderer
         program = r.program(block)
         used = sorted({o.index for ins in block.instrs for o in ins.operands if o.kind == "in"})
@@ -152,8 +141,7 @@ class CudaBackend(CubeBackend):
               + ["    " + line for line in body]
               + [f"    return v{block.outputs[0]};", "}", ""])
         rows = self._template("rows", {"lanes": lanes}, "layer_norm_block_rows", wg=ROW_WG)
-        text = f"#define LZ_BLOCK\n#define LZ_BLOCK_CACHE {int(cache)}u\n" + "\n".join(fn) + \
-            rows.text
+        text = "#define LZ_BLOCK\n" + "\n".join(fn) + rows.text
         return TextKernelSource("layer_norm_block", "cuda", text, "layer_norm_block_rows",
                                 rows.cube_dim)
 

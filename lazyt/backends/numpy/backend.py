@@ -287,9 +287,7 @@ class NumpyBackend(Backend):
         one = x.dtype.type(1)
         kernels = jit.rows_for(x)
         if kernels is not None:
-            empty = np.zeros(0, x.dtype)
-            w = empty if weight is None else np.ascontiguousarray(weight).reshape(-1)
-            b = empty if bias is None else np.ascontiguousarray(bias).reshape(-1)
+            w, b = _affine_rows(weight, bias, x.dtype)
             r2, o2 = rows.reshape(-1, n), out.reshape(-1, n)
             jit.run_rows(kernels.layer_norm_rows, r2.shape[0], n, r2, o2, w, b,
                          x.dtype.type(eps))
@@ -357,13 +355,18 @@ class NumpyBackend(Backend):
         kernels = jit.rows_for(out)
         if kernels is None:
             return None
-        empty = np.zeros(0, np.float32)
-        w = empty if weight is None else np.ascontiguousarray(weight).reshape(-1)
-        b = empty if bias is None else np.ascontiguousarray(bias).reshape(-1)
+        w, b = _affine_rows(weight, bias, np.float32)
         c = terms[2] if len(terms) == 3 else terms[1]
         jit.run_rows(kernels.sum_layer_norm_rows, rows, n, terms[0], terms[1], c,
                      len(terms) == 3, out.reshape(rows, n), w, b, np.float32(eps))
         return out
+
+
+def _affine_rows(weight, bias, dtype) -> tuple:
+    """A layer norm's weight and bias as the row kernels take them: 1-D, or empty for none."""
+    empty = np.zeros(0, dtype)
+    return (empty if weight is None else np.ascontiguousarray(weight).reshape(-1),
+            empty if bias is None else np.ascontiguousarray(bias).reshape(-1))
 
 
 def _matmul_out(lhs: np.ndarray, rhs: np.ndarray, shape: tuple):
