@@ -461,6 +461,8 @@ def _run(rec: _Recording, fusion: Fusion, loads: list) -> list:
     g = rec.graph
     if g is not None:
         prims = g.run(loads)
+        if prims is STEPWISE:
+            return fusion.run_program(rec.program, loads, rec.results)
         if prims is not None:
             return prims
         rec.graph = None          # a state tensor was replaced or re-laid out: capture again
@@ -473,7 +475,7 @@ def _run(rec: _Recording, fusion: Fusion, loads: list) -> list:
             rec.graph_failed = True   # (an op that cannot be captured: run step by step)
         else:
             prims = g.run(loads)
-            if prims is not None:
+            if prims is not None and prims is not STEPWISE:
                 return prims
     return fusion.run_program(rec.program, loads, rec.results)
 
@@ -488,6 +490,15 @@ def _same_dense(a, b) -> bool:
 #: first one's buffers): two serve `y = f(x)` in a loop, where the last output is alive
 #: while the next call runs.
 HANDOUT_SETS = 2
+#: When every result set is held, a graph's results are copied out (device time: their
+#: bytes read and written at about COPY_BYTES_PER_US) or the recording's steps run one by
+#: one on new buffers (host time: about STEP_HOST_US a step, which the device's work hides);
+#: the 5-op chain on 64M floats took 258 µs a call copied out against 130 µs step by step
+#: (H200, each result held).
+COPY_BYTES_PER_US = 1.5e6
+STEP_HOST_US = 20.0
+#: `_GraphRun.run`'s answer when the steps are to run one by one this call.
+STEPWISE = object()
 
 
 class _Handout:
@@ -522,7 +533,9 @@ class _GraphRun:
     nobody holds any more (a weak reference to each buffer's alias handle, which every view
     of it shares, says so) and hands its buffers out as they are. When every set is still
     held (or the backend cannot), the first graph runs and its results are copied out to
-    new buffers."""
+    new buffers, unless the recording updates no state and its results are large enough
+    that the copy costs more than running its steps one by one (`direct`): then the steps
+    run, without the graph, on new buffers."""
 
     def __init__(self, rec: _Recording, inner, loads: list):
         self.inner = inner
@@ -569,6 +582,12 @@ class _GraphRun:
         self.sets: list = []
         self.fresh = self._fresh() if getattr(inner, "graph_handout", False) else None
         self.handout_error: str | None = None   # why results are copied out after all
+        # copying the results out moves their bytes twice on the device; running the steps
+        # one by one costs the host per step (and overlaps the device's work): a recording
+        # that updates no state takes the cheaper one when every result set is held
+        copied = sum(r.handle.nbytes for k, r in enumerate(prims) if k not in wb)
+        self.direct = not wb and copied / COPY_BYTES_PER_US > \
+            STEP_HOST_US * max(1, len(rec.program.plan.steps))
 
     def _fresh(self) -> dict | None:
         """Positions, among the graph's allocations, of the buffers results are handed out
@@ -615,10 +634,13 @@ class _GraphRun:
             groups.append((ks[0], ks))
         return _Handout(graph, prims, groups)
 
-    def run(self, loads: list) -> list | None:
-        """Launch on `loads`; None when a state tensor is no longer the one captured."""
+    def run(self, loads: list):
+        """Launch on `loads`; None when a state tensor is no longer the one captured, and
+        `STEPWISE` when every result set is held and running the steps one by one (results on
+        new buffers) is cheaper than copying the results out (`direct`)."""
         static, last, inner = self.static, self.last, self.inner
-        for j, kind in enumerate(self.kinds):
+        kinds = self.kinds
+        for j, kind in enumerate(kinds):
             v = loads[j]
             if kind == "arg":
                 if v is not last[j]:
@@ -626,11 +648,10 @@ class _GraphRun:
                     if v.strides != s.strides or v.offset != s.offset or \
                             v.handle.nbytes != s.handle.nbytes:
                         return None
-                    inner.graph_copy(s, v)
-                    last[j] = v
             elif v is not static[j]:
                 return None
         wb = self.writeback
+        hs = None
         if self.fresh is not None:
             self.rec.fusion.collect()      # (the values of tensors that died let go now)
             for hs in self.sets:
@@ -640,21 +661,27 @@ class _GraphRun:
                 hs = self._new_set() if len(self.sets) < HANDOUT_SETS else None
                 if hs is not None:
                     self.sets.append(hs)
-            if hs is not None:
-                hs.graph.launch()
-                res = hs.results
-                out = [static[wb[k]] if k in wb else None for k in range(len(res))]
-                refs = []
-                for first, ks in hs.groups:
-                    h = inner.graph_new_alias(res[first])
-                    refs.append(weakref.ref(h))
-                    for k in ks:
-                        out[k] = inner.graph_alias(res[k], h)
-                hs.refs = refs
-                for k, r in enumerate(out):
-                    if r is None:
-                        out[k] = inner.graph_clone(res[k])
-                return out
+        if hs is None and self.direct:
+            return STEPWISE
+        for j, kind in enumerate(kinds):   # the arguments into the buffers the graph reads
+            if kind == "arg" and loads[j] is not last[j]:
+                inner.graph_copy(static[j], loads[j])
+                last[j] = loads[j]
+        if hs is not None:
+            hs.graph.launch()
+            res = hs.results
+            out = [static[wb[k]] if k in wb else None for k in range(len(res))]
+            refs = []
+            for first, ks in hs.groups:
+                h = inner.graph_new_alias(res[first])
+                refs.append(weakref.ref(h))
+                for k in ks:
+                    out[k] = inner.graph_alias(res[k], h)
+            hs.refs = refs
+            for k, r in enumerate(out):
+                if r is None:
+                    out[k] = inner.graph_clone(res[k])
+            return out
         self.graph.launch()
         return [static[wb[k]] if k in wb else inner.graph_clone(r)
                 for k, r in enumerate(self.results)]

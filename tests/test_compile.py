@@ -372,6 +372,59 @@ def test_graph_results_are_handed_out_without_a_copy_when_nobody_holds_the_last(
     np.testing.assert_array_equal(pending.numpy(), want[0][1] * np.float32(3.0))
 
 
+def test_held_results_run_step_by_step_when_copying_them_costs_more(fused, monkeypatch):
+    """When every result set is held and the recording updates no state, a call whose
+    copy-out would cost more than its steps runs the steps on new buffers: no copy, no
+    overwrite, the same values; a training step (state updated in place) never does."""
+    device = fused
+    if not getattr(device.base_backend, "graphs", False):
+        pytest.skip(f"{device} has no device graphs (cuda and wgpu have)")
+    from lazyt import capture
+    monkeypatch.setattr(capture, "STEP_HOST_US", 0.0)   # any copy costs more than a step
+    backend = device.base_backend
+    clones = []
+    real_clone = backend.graph_clone
+    monkeypatch.setattr(backend, "graph_clone", lambda x: clones.append(1) or real_clone(x))
+    c = lazyt.compile(two_outputs)
+    xs = _data(device, 10)
+    b = _data(device, 1, seed=1)[0]
+    want = [tuple(t.numpy() for t in two_outputs(x, b)) for x in xs]
+    held = [c(x, b) for x in xs]                   # every set held after the first two
+    run = _graph_of(c)
+    assert run is not None and run.direct
+    assert clones == []
+    for h, w in zip(held, want):
+        np.testing.assert_array_equal(h[0].numpy(), w[0])
+        np.testing.assert_array_equal(h[1].numpy(), w[1])
+    assert _graph_of(c) is run                     # the graph is kept for later calls
+    del held
+    for x, w in zip(xs, want):                     # nothing held: the graph runs again
+        out = c(x, b)
+        np.testing.assert_array_equal(out[0].numpy(), w[0])
+    assert clones == []
+    plain, p_plain, _, _ = _train(device, "sgd", False, steps=8)
+    comp, p_comp, _, f = _train(device, "sgd", True, steps=8)
+    assert _graph_of(f) is not None and not _graph_of(f).direct
+    assert plain == comp
+    for a, p in zip(p_plain, p_comp):
+        np.testing.assert_array_equal(a, p)
+
+
+def test_large_held_results_are_not_copied_by_default(fused):
+    """The default costs: a 64 MB result of a one-step recording runs step by step when held
+    (a copy would cost the device more than the step costs the host); a small one is copied."""
+    device = fused
+    if not getattr(device.base_backend, "graphs", False):
+        pytest.skip(f"{device} has no device graphs (cuda and wgpu have)")
+    for n, direct in ((1 << 24, True), (1 << 10, False)):
+        c = lazyt.compile(lambda x: (x * 2.0 + 1.0).relu())
+        x = lazyt.ones(n, device=device)
+        held = [c(x) for _ in range(5)]
+        assert _graph_of(c).direct is direct
+        assert float(held[-1][-1].item()) == 3.0
+        del held
+
+
 def test_a_loop_feeding_each_result_back_matches_plain_calls(fused):
     device = fused
     f = lambda x: (x * 0.5 + 1.0).relu()  # noqa: E731
