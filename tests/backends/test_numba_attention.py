@@ -1,5 +1,6 @@
-"""The numpy backend's float32 attention with numba: its scale, mask and row-maximum pass
-(`jitrows.scale_mask_max_rows`) gives the same bits as the numpy passes it replaces
+"""The numpy backend's float32 attention with numba: its two softmax passes
+(`jitrows.scale_mask_shift_rows`: scale, mask, row maximum and shift; `normalize_rows`: the
+row sum in numpy's order and the division) give the same bits as the numpy passes they replace
 (`LAZYT_NUMBA=0`), for every mask layout the backend takes, fully masked rows, NaN rows, and
 falls back where it does not apply. Skipped without numba (the numpy passes then run)."""
 from __future__ import annotations
@@ -48,7 +49,8 @@ def test_same_bits_as_the_numpy_passes(monkeypatch, name, scale):
     got = _run(monkeypatch, True, q, k, v, mask, scale)
     assert np.array_equal(got.view(np.uint32), want.view(np.uint32))
     from lazyt.backends.numpy import jitrows
-    assert jitrows.scale_mask_max_rows.signatures        # the numba pass did run
+    assert jitrows.scale_mask_shift_rows.signatures      # the numba passes did run
+    assert jitrows.normalize_rows.signatures
     if name == "inf":
         assert np.all(got[0, :, 3] == 0)                  # no key to attend to: zeros
     if name == "nan":
@@ -95,3 +97,17 @@ def test_through_the_tensor_api_against_numpy(monkeypatch):
     p = np.exp(s - s.max(-1, keepdims=True))
     np.testing.assert_allclose(got, (p / p.sum(-1, keepdims=True)) @ v, rtol=1e-4, atol=1e-5)
 
+
+
+@pytest.mark.parametrize("n", [1, 7, 8, 9, 127, 128, 129, 130, 257, 1000, 4096 + 13])
+def test_normalize_rows_divides_by_numpys_own_sum(n):
+    """The row sum follows numpy's pairwise order at every length (one block, the halves of
+    a long row), so the weights are the bits of `s / s.sum(-1)`; dead rows become zeros."""
+    from lazyt.backends.numpy import jitrows
+    rng = np.random.default_rng(n)
+    s = np.abs(rng.standard_normal((3, n)) * 50).astype(np.float32)
+    want = np.divide(s, s.sum(axis=-1, keepdims=True))
+    got = s.copy()
+    jitrows.normalize_rows(got, np.array([0, 1, 0], np.uint8), 0, 3)
+    assert np.array_equal(got[[0, 2]].view(np.uint32), want[[0, 2]].view(np.uint32))
+    assert np.all(got[1] == 0)

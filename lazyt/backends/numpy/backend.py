@@ -244,17 +244,16 @@ class NumpyBackend(Backend):
         rows = max(1, min(n_q, _BLAS_ONE_THREAD // (n_k * max(q.shape[-1], v.shape[-1], 1))))
         heads = _nd_tiles(lead, max(1, TILE_BYTES // (rows * n_k * d.itemsize)))
         blocks = [(idx, r) for idx in heads for r in range(0, n_q, rows)]
-        fast = _scale_mask_max(q, mask_in, lead, n_q, n_k)
+        fast = _softmax_passes(q, mask_in, lead, n_q, n_k)
 
         def work(lo, hi):
             for idx, r in blocks[lo:hi]:
                 at = (Ellipsis, slice(r, r + rows), slice(None))
                 s = np.matmul(q[idx][at], k[idx].swapaxes(-1, -2))
-                if fast is not None:   # scale, mask and row maximum in one numba pass
-                    top = fast(s, idx, r, rows, scale)
-                    dead = np.isneginf(top)
-                    if dead.any():     # a NaN row is NaN, not fully masked (numpy's max)
-                        dead &= ~np.isnan(s).any(axis=-1, keepdims=True)
+                if fast is not None:   # numba: scale, mask, max and shift; numpy's exp;
+                    dead = fast(s, idx, r, rows, scale)          # numba: sum and divide
+                    np.exp(s, out=s)
+                    fast.normalize(s, dead)
                 else:
                     if scale != 1:
                         np.multiply(s, scale, out=s)
@@ -262,11 +261,11 @@ class NumpyBackend(Backend):
                         np.add(s, mask[idx][at], out=s)
                     top = s.max(axis=-1, keepdims=True)
                     dead = np.isneginf(top)  # every score -inf: weights of zero, as the generic
-                np.subtract(s, top, out=s)
-                np.exp(s, out=s)
-                np.divide(s, s.sum(axis=-1, keepdims=True), out=s)
-                if dead.any():
-                    np.copyto(s, 0, where=dead)
+                    np.subtract(s, top, out=s)
+                    np.exp(s, out=s)
+                    np.divide(s, s.sum(axis=-1, keepdims=True), out=s)
+                    if dead.any():
+                        np.copyto(s, 0, where=dead)
                 np.matmul(s, v[idx], out=out[idx][at])
 
         parallel_for(work, len(blocks), 1)
@@ -376,41 +375,55 @@ def _matmul_out(lhs: np.ndarray, rhs: np.ndarray, shape: tuple):
     return memory.empty(shape, lhs.dtype)
 
 
-def _scale_mask_max(q: np.ndarray, mask, lead: tuple, n_q: int, n_k: int):
-    """For float32 attention with numba: `f(s, idx, r, rows, scale)`, which scales and masks
-    the scores block `s` (heads `idx`, query rows `r:r + rows`) in place and returns its row
-    maxima ([..., 1]), in one numba pass with the bits of numpy's three. The mask is read as
-    its distinct rows plus, per score row, the number of its mask row (a mask broadcast along
-    heads and queries, BERT's [b, 1, 1, n_k], is read without being expanded). None when the
+class _SoftmaxPasses:
+    """For float32 attention with numba: `f(s, idx, r, rows, scale)` scales, masks and shifts
+    the scores block `s` (heads `idx`, query rows `r:r + rows`) by its row maxima in place,
+    in one numba pass, and returns the rows' dead flags (every key masked); after numpy's
+    exp, `f.normalize(s, dead)` divides each row by its sum in a second pass, zeros for
+    dead rows. The bits are those of numpy's seven passes. The mask is read as its distinct
+    rows plus, per score row, the number of its mask row (a mask broadcast along heads and
+    queries, BERT's [b, 1, 1, n_k], is read without being expanded)."""
+
+    def __init__(self, kernels, mask, lead: tuple, n_q: int, n_k: int):
+        self.shift, self.norm = kernels.scale_mask_shift_rows, kernels.normalize_rows
+        self.n_k = n_k
+        self.no_rows = np.zeros(0, np.intp)
+        if mask is None:
+            self.table = np.zeros((0, n_k), np.float32)
+            self.ids = None
+        else:
+            self.table = np.ascontiguousarray(mask).reshape(-1, n_k)
+            self.ids = np.broadcast_to(np.arange(self.table.shape[0], dtype=np.intp)
+                                       .reshape(mask.shape[:-1]), lead + (n_q,))
+        if not self.shift.signatures or not self.norm.signatures:
+            t0 = time.perf_counter()  # compile (or load numba's cache) once, on this thread
+            one, flag = np.zeros((1, n_k), np.float32), np.zeros(1, np.uint8)
+            self.shift(one, self.table, np.zeros(1 if self.ids is not None else 0, np.intp),
+                       np.float32(1), flag, 0, 0)
+            self.norm(one, flag, 0, 0)
+            jit.STATS["compile_s"] += time.perf_counter() - t0
+
+    def __call__(self, s, idx, r, rows, scale):
+        flat = s.reshape(-1, self.n_k)
+        dead = np.empty(flat.shape[0], np.uint8)
+        ridx = self.no_rows if self.ids is None else \
+            np.ascontiguousarray(self.ids[idx][..., r:r + rows]).reshape(-1)
+        self.shift(flat, self.table, ridx, scale, dead, 0, flat.shape[0])
+        return dead
+
+    def normalize(self, s, dead):
+        flat = s.reshape(-1, self.n_k)
+        self.norm(flat, dead, 0, flat.shape[0])
+
+
+def _softmax_passes(q: np.ndarray, mask, lead: tuple, n_q: int, n_k: int):
+    """The numba passes of float32 attention's softmax (`_SoftmaxPasses`), or None when the
     numpy passes run instead: no numba, not float32, too small, or a mask broadcast along the
     keys."""
     kernels = jit.rows_for(q)
     if kernels is None or (mask is not None and (mask.ndim == 0 or mask.shape[-1] != n_k)):
         return None
-    kernel = kernels.scale_mask_max_rows
-    no_rows = np.zeros(0, np.intp)
-    if mask is None:
-        table = np.zeros((0, n_k), np.float32)
-        ids = None
-    else:
-        table = np.ascontiguousarray(mask).reshape(-1, n_k)
-        ids = np.broadcast_to(np.arange(table.shape[0], dtype=np.intp).reshape(mask.shape[:-1]),
-                              lead + (n_q,))
-    if not kernel.signatures:   # compile (or load numba's cache) once, on this thread
-        t0 = time.perf_counter()
-        kernel(np.zeros((1, n_k), np.float32), table, np.zeros(1 if ids is not None else 0,
-               np.intp), np.float32(1), np.zeros(1, np.float32), 0, 0)
-        jit.STATS["compile_s"] += time.perf_counter() - t0
-
-    def run(s, idx, r, rows, scale):
-        flat = s.reshape(-1, n_k)
-        top = np.empty(s.shape[:-1] + (1,), np.float32)
-        ridx = no_rows if ids is None else \
-            np.ascontiguousarray(ids[idx][..., r:r + rows]).reshape(-1)
-        kernel(flat, table, ridx, scale, top.reshape(-1), 0, flat.shape[0])
-        return top
-
-    return run
+    return _SoftmaxPasses(kernels, mask, lead, n_q, n_k)
 
 
 #: Eager ops on at least this many elements (copies, reductions) use the thread pool.

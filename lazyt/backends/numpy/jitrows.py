@@ -1,17 +1,18 @@
 """Row kernels of the numpy backend as numba functions: softmax, log_softmax and layer_norm, each one pass
 over a row that stays in cache, float32 only (float64 and float16 keep the numpy forms, whose
 transcendentals are already vector code). Attention's softmax keeps numpy's exp (its blocks are
-already in cache between two GEMMs, and a whole numba softmax there measured 1.7-2.3x slower on
-the 16-core host: 7.8 ms against 13.7 ms for MiniLM's b32 s128 scores), but its first three
-passes (scale, mask, row maximum) are one numba pass, `scale_mask_max_rows`: numpy's maximum
-along rows of 128 is slow (161 µs for a [2, 12, 64, 128] block on one thread, against 57 µs for
-this whole pass with the same bits).
+already in cache between two GEMMs, and numba's exp is 8 lanes wide where numpy's is 16: 5.5
+against 2.6 ms for 6.3M floats on one core, and a whole numba softmax there measured 1.7-2.3x
+slower on the 16-core host), with numba passes on either side of it: `scale_mask_shift_rows`
+(scale, mask, row maximum and the shift by it; numpy's maximum along rows of 128 is slow) and
+`normalize_rows` (the row sum in numpy's pairwise order, then the division), the same bits as
+numpy's seven passes.
 
 Every kernel takes the rows [lo, hi) of its arrays, so the backend's thread pool hands out the
 work (numba's own threads stay unused: one pool, no oversubscription); all release the GIL.
 Sums run in float32 with the additions reassociated into vector lanes (a tree-like order,
 more accurate than numpy's sequential order within a row of 8 elements and about as accurate
-as its pairwise sums beyond). `jit` imports this module only when numba is installed.
+as its pairwise sums beyond), except `normalize_rows`', which follow numpy's order. `jit` imports this module only when numba is installed.
 """
 from __future__ import annotations
 
@@ -139,14 +140,14 @@ def sum_layer_norm_rows(p, q, c, has_c, o, w, b, eps, lo, hi):
 
 
 @njit(**_FLAGS)
-def scale_mask_max_rows(s, m, ridx, scale, top, lo, hi):
+def scale_mask_shift_rows(s, m, ridx, scale, dead, lo, hi):
     """For the rows r in [lo, hi) of the 2-D float32 scores `s` (in place):
     s[r] = s[r] * scale + m[ridx[r]] (`m`: the mask's distinct rows; an empty `ridx`: no mask,
-    the scale only), and top[r] = the row's maximum. The products and sums round as numpy's
-    separate passes do (no contraction), so the scores are the same bits. A NaN in a row is
-    passed over by the maximum, where numpy's would be NaN: the row's softmax is NaN either
-    way, except that a row of NaN and -inf must not count as fully masked (the caller checks
-    the rows whose maximum is -inf)."""
+    the scale only), then s[r] -= max(s[r]); dead[r] = 1 when the row's maximum is -inf and
+    it holds no NaN (every key masked: the caller's weights of zero), else 0. The products,
+    sums and differences round as numpy's separate passes do (no contraction), so the scores
+    are the same bits. A NaN in a row is passed over by the maximum, where numpy's would be
+    NaN: the row's softmax is NaN either way (NaN minus anything is NaN)."""
     n = s.shape[1]
     has_mask = ridx.shape[0] > 0
     acc = np.empty(8, np.float32)
@@ -171,4 +172,101 @@ def scale_mask_max_rows(s, m, ridx, scale, top, lo, hi):
         for j in range(n8, n):
             v = s[r, j]
             mx = v if v > mx else mx
-        top[r] = mx
+        dead[r] = 0
+        if mx == f32(-np.inf):
+            dead[r] = 1
+            for j in range(n):
+                if s[r, j] != s[r, j]:
+                    dead[r] = 0
+                    break
+        for j in range(n):
+            s[r, j] = s[r, j] - mx
+
+
+@njit(**_FLAGS)
+def _block_sum(s, r, lo, n):
+    """numpy's sum of s[r, lo:lo + n] for n <= 128: eight running sums, combined as a tree,
+    then the rest in order (one sequential loop below 8)."""
+    if n < 8:
+        t = f32(0.0)
+        for i in range(lo, lo + n):
+            t += s[r, i]
+        return t
+    r0, r1, r2, r3 = s[r, lo], s[r, lo + 1], s[r, lo + 2], s[r, lo + 3]
+    r4, r5, r6, r7 = s[r, lo + 4], s[r, lo + 5], s[r, lo + 6], s[r, lo + 7]
+    i = 8
+    end = n - n % 8
+    while i < end:
+        b = lo + i
+        r0 += s[r, b]
+        r1 += s[r, b + 1]
+        r2 += s[r, b + 2]
+        r3 += s[r, b + 3]
+        r4 += s[r, b + 4]
+        r5 += s[r, b + 5]
+        r6 += s[r, b + 6]
+        r7 += s[r, b + 7]
+        i += 8
+    t = ((r0 + r1) + (r2 + r3)) + ((r4 + r5) + (r6 + r7))
+    while i < n:
+        t += s[r, lo + i]
+        i += 1
+    return t
+
+
+@njit(**_FLAGS)
+def _pairwise_sum(s, r, n, los, ns, right, left):
+    """The sum of the row s[r, :n] in numpy's order for a reduction along a contiguous row,
+    so the same bits as `s.sum(axis=-1)`: its pairwise sum splits a range of more than 128
+    elements in two halves (the first a multiple of 8) and adds their sums; ranges of at most
+    128 are `_block_sum`. The recursion runs on explicit stacks, 64 deep (numba's disk cache
+    does not keep a recursive function): `los`/`ns` the ranges, `right` whether a range is
+    its parent's second half, `left` the finished first half's sum beside it."""
+    if n <= 128:
+        return _block_sum(s, r, 0, n)
+    sp = 0
+    los[0] = 0
+    ns[0] = n
+    while True:
+        m = ns[sp]
+        if m > 128:               # descend into the first half
+            half = m // 2
+            half -= half % 8
+            los[sp + 1] = los[sp]
+            ns[sp + 1] = half
+            right[sp + 1] = False
+            sp += 1
+            continue
+        v = _block_sum(s, r, los[sp], m)
+        while sp > 0:             # a finished range: hand its sum up
+            if not right[sp]:     # a first half: keep its sum, go on with the second
+                left[sp] = v
+                right[sp] = True
+                los[sp] = los[sp - 1] + m
+                ns[sp] = ns[sp - 1] - m
+                break
+            v = left[sp] + v      # a second half: its parent's sum is done
+            sp -= 1
+            m = ns[sp]
+        else:
+            return v
+
+
+@njit(**_FLAGS)
+def normalize_rows(s, dead, lo, hi):
+    """s[r] /= sum(s[r]) for the rows r in [lo, hi) of the 2-D float32 weights `s` (in
+    place), the sum in numpy's order and the quotients as IEEE divisions, so the same bits as
+    `np.divide(s, s.sum(axis=-1, keepdims=True))`; rows with dead[r] set become zeros."""
+    n = s.shape[1]
+    los = np.empty(64, np.int64)
+    ns = np.empty(64, np.int64)
+    right = np.empty(64, np.bool_)
+    left = np.empty(64, np.float32)
+    for r in range(lo, hi):
+        if dead[r]:
+            for j in range(n):
+                s[r, j] = f32(0.0)
+            continue
+        t = _pairwise_sum(s, r, n, los, ns, right, left)
+        for j in range(n):
+            s[r, j] = fdiv(s[r, j], t)
