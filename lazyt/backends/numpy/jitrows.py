@@ -12,7 +12,8 @@ Every kernel takes the rows [lo, hi) of its arrays, so the backend's thread pool
 work (numba's own threads stay unused: one pool, no oversubscription); all release the GIL.
 Sums run in float32 with the additions reassociated into vector lanes (a tree-like order,
 more accurate than numpy's sequential order within a row of 8 elements and about as accurate
-as its pairwise sums beyond), except in `normalize_rows`, which follows numpy's order. `jit` imports this module only when numba is installed.
+as its pairwise sums beyond), except in `normalize_rows`, which follows numpy's order. `jit`
+imports this module only when numba is installed.
 """
 from __future__ import annotations
 
