@@ -98,7 +98,6 @@ def test_through_the_tensor_api_against_numpy(monkeypatch):
     np.testing.assert_allclose(got, (p / p.sum(-1, keepdims=True)) @ v, rtol=1e-4, atol=1e-5)
 
 
-
 @pytest.mark.parametrize("n", [1, 7, 8, 9, 127, 128, 129, 130, 257, 1000, 4096 + 13])
 def test_normalize_rows_divides_by_numpys_own_sum(n):
     """The row sum follows numpy's pairwise order at every length (one block, the halves of

@@ -250,10 +250,10 @@ class NumpyBackend(Backend):
             for idx, r in blocks[lo:hi]:
                 at = (Ellipsis, slice(r, r + rows), slice(None))
                 s = np.matmul(q[idx][at], k[idx].swapaxes(-1, -2))
-                if fast is not None:   # numba: scale, mask, max and shift; numpy's exp;
-                    dead = fast(s, idx, r, rows, scale)          # numba: sum and divide
+                if fast is not None:   # numba pass, numpy's exp, numba pass
+                    dead = fast(s, idx, r, rows, scale)  # scale, mask, max, shift
                     np.exp(s, out=s)
-                    fast.normalize(s, dead)
+                    fast.normalize(s, dead)              # sum, divide, dead rows zeroed
                 else:
                     if scale != 1:
                         np.multiply(s, scale, out=s)
