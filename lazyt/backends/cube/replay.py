@@ -111,11 +111,13 @@ class Recording:
 
 def _arg_key(a, tensors: list, handles: dict):
     """A hashable stand-in for one argument; tensors are listed in `tensors` and keyed by
-    layout and by which earlier tensor (if any) shares their buffer."""
+    layout, by which earlier tensor (if any) shares their buffer and by their buffer's
+    alignment (a kernel may read aligned buffers a vector at a time; memory imported from
+    other libraries can start anywhere)."""
     if isinstance(a, CubeTensor):
         tensors.append(a)
         first = handles.setdefault(id(a.handle), len(tensors) - 1)
-        return (a.shape, a.strides, a.offset, a.dtype, first)
+        return (a.shape, a.strides, a.offset, a.dtype, first, getattr(a.handle, "ptr", 0) % 16)
     if isinstance(a, (list, tuple)):
         return tuple(_arg_key(b, tensors, handles) for b in a)
     if isinstance(a, (float, np.floating)):

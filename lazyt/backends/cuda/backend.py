@@ -37,6 +37,23 @@ def _batch_offsets(bshape: tuple, a_bs: tuple, b_bs: tuple):
     return a, b
 
 
+def _attention_tile(d: int, dv: int, threads: int, rows: int, bk: int,
+                    limit: int) -> int | None:
+    """The keys per tile of kernels/attention.cu: `bk`, halved (down to 8) while the block's
+    shared memory (its query rows, a tile of k, v and probabilities, the mask row) would
+    pass `limit` bytes; None when even 8 keys do not fit. Mirrors the kernel's padding."""
+    bq = threads // 8 * rows
+    dp = -(-d // 4) * 4
+    dvp = -(-dv // 32) * 32
+    ks = dp + 4 if (dp // 4) % 2 == 0 else dp
+    while 4 * (bq * ks + bk * ks + bk * dvp + bq * (bk + 4 if bk // 4 % 2 == 0 else bk) +
+               bk) > limit:
+        if bk <= 8:
+            return None
+        bk //= 2
+    return bk
+
+
 def _last_index(t: CubeTensor) -> int:
     """The largest element index a view of `t`'s layout reaches in its buffer."""
     return t.offset + sum((size - 1) * st for size, st in zip(t.shape, t.strides))
@@ -319,18 +336,19 @@ class CudaBackend(CubeBackend):
 
     #: attention as one kernel where it fits (False: always the three launches).
     fused_attention = True
-    #: The widest q/k and v rows the fused kernel takes. At 64 it keeps 64 + 64 accumulators
-    #: per thread and lost on the H200 (BERT-base's b32 s128 heads: 98 µs against 92 µs for
-    #: the three launches); at 32 (MiniLM's) it took 44 µs against 69 µs (torch's SDPA: 57).
+    #: The widest q/k and v rows the fused kernel takes. At 64 (BERT-base's b32 s128 heads)
+    #: the three launches were the faster on the H200: 81 µs against 97 µs.
     ATTENTION_MAX_D = 32
-    #: The fused kernel's shape: threads per block, threads per query row (at most; fewer
-    #: for narrow heads), keys per shared-memory tile, keys per online-softmax step (a
-    #: divisor of the tile). One thread per row was fastest on the H200 (2 per row: 49 µs,
-    #: 4: 83 µs on MiniLM's heads; 64 or 256 threads a block: 50 / 96 µs).
+    #: The fused kernel's shape: threads per block, query rows per group of 8 lanes (a
+    #: block takes THREADS / 8 * ROWS of them), keys per shared-memory tile (halved while
+    #: the block's shared memory would pass ATTENTION_SMEM bytes). On MiniLM's heads (H200,
+    #: CUPTI, one process): 128 / 4 / 64 took 38-41 µs; 256 / 2 / 64 46; 128 / 2 / 64 45;
+    #: 128 / 8 / 32 61 (it spills); 64 / 4 / 64 64; capping registers for a fifth block a
+    #: multiprocessor 47. The previous kernel (a query row per thread) took 44 µs.
     ATTENTION_THREADS = 128
-    ATTENTION_TPR = 1
+    ATTENTION_ROWS = 4
     ATTENTION_BK = 64
-    ATTENTION_CHUNK = 16
+    ATTENTION_SMEM = 48 * 1024
 
     def _attention_fits(self, q, k, v, mask) -> bool:
         f32 = dt.float32
@@ -341,7 +359,10 @@ class CudaBackend(CubeBackend):
         if k.shape[:-2] != lead or v.shape[:-2] != lead or k.shape[-2] != v.shape[-2] or \
                 k.shape[-1] != q.shape[-1] or 0 in q.shape or 0 in k.shape or 0 in v.shape:
             return False
-        if q.shape[-1] > self.ATTENTION_MAX_D or v.shape[-1] > self.ATTENTION_MAX_D:
+        if q.shape[-1] > self.ATTENTION_MAX_D or v.shape[-1] > self.ATTENTION_MAX_D or \
+                _attention_tile(q.shape[-1], v.shape[-1], self.ATTENTION_THREADS,
+                                self.ATTENTION_ROWS, self.ATTENTION_BK,
+                                self.ATTENTION_SMEM) is None:
             return False
         if mask is not None:   # the mask broadcasts to the scores (the op's rule checks it too)
             full = lead + (q.shape[-2], k.shape[-2])
@@ -353,8 +374,8 @@ class CudaBackend(CubeBackend):
         return all(min(t.strides, default=0) >= 0 and _last_index(t) < 2 ** 31
                    for t in (q, k, v) + (() if mask is None else (mask,)))
 
-    @_replay.replayable(extra=lambda self: (self.ATTENTION_THREADS, self.ATTENTION_TPR,
-                                            self.ATTENTION_BK, self.ATTENTION_CHUNK))
+    @_replay.replayable(extra=lambda self: (self.ATTENTION_THREADS, self.ATTENTION_ROWS,
+                                            self.ATTENTION_BK, self.ATTENTION_SMEM))
     def _fused_attention(self, q, k, v, mask, scale: float) -> CubeTensor:
         lead = q.shape[:-2]
         lq, d = q.shape[-2:]
@@ -367,11 +388,9 @@ class CudaBackend(CubeBackend):
             out = self.alloc("attention", lead + (lq, dv), dt.float32)
         mstrides = [0] * (len(lead) + 2) if mask is None else \
             broadcast_strides(mask, lead + (lq, lk))
-        threads = self.ATTENTION_THREADS
-        tpr = self.ATTENTION_TPR    # threads per row: each takes at least one float4
-        while tpr > 1 and 4 * tpr > max(d, dv):
-            tpr //= 2
-        tiles = -(-lq // (threads // tpr))
+        threads, rq = self.ATTENTION_THREADS, self.ATTENTION_ROWS
+        bk = _attention_tile(d, dv, threads, rq, self.ATTENTION_BK, self.ATTENTION_SMEM)
+        tiles = -(-lq // (threads // 8 * rq))
         blocks = math.prod(lead) * tiles
         dims = []
         for i, size in enumerate(lead):
@@ -384,8 +403,12 @@ class CudaBackend(CubeBackend):
                            v.offset, v.strides[-2], v.strides[-1],
                            0 if mask is None else mask.offset, mstrides[-2], mstrides[-1],
                            out.offset, out.strides[-2], blocks] + dims)
-        p = self._template("attention", {"d": d, "dv": dv, "bk": self.ATTENTION_BK,
-                                         "tpr": tpr, "chunk": self.ATTENTION_CHUNK},
+        # float4 loads of q, k and v: dense columns, rows and offsets on 16-byte boundaries
+        vec = d % 4 == 0 and dv % 4 == 0 and all(
+            t.strides[-1] == 1 and (t.handle.ptr + 4 * t.offset) % 16 == 0 and
+            all(s % 4 == 0 for s in t.strides[:-1]) for t in (q, k, v))
+        p = self._template("attention", {"d": d, "dv": dv, "bk": bk, "rq": rq,
+                                         "vec": "true" if vec else "false"},
                            "attention_fused", wg=threads)
         self.client.launch(p, self.groups(blocks),
                            [q, k, v, q if mask is None else mask, out, info])

@@ -9,6 +9,7 @@ import pytest
 
 import lazyt
 from cuda_device import DEV, requires_cuda
+from lazyt.interop import base_value
 
 
 pytestmark = requires_cuda
@@ -71,18 +72,34 @@ def test_fused_attention_matches_numpy(backend, entries, lead, lq, lk, d, dv):
     assert entries.count("attention_fused") == 2 and "attention_rows" not in entries
 
 
-@pytest.mark.parametrize("tpr", [2, 4, 8])
+@pytest.mark.parametrize("threads,rows,bk", [(32, 1, 8), (64, 2, 32), (256, 3, 64),
+                                             (128, 4, 128)])
 @pytest.mark.parametrize("lead,lq,lk,d,dv", [SHAPES[1], SHAPES[2], SHAPES[5],
                                             ((2, 2), 70, 90, 64, 64), ((3,), 33, 65, 33, 60)])
-def test_every_kernel_shape_matches_numpy(backend, entries, monkeypatch, tpr, lead, lq, lk, d,
-                                          dv):
-    """Threads sharing a row (their slices summed by shuffles), other tiles and steps, and
-    heads up to 64 wide (the kernel takes them; the default limit keeps them off it)."""
-    monkeypatch.setattr(backend, "ATTENTION_TPR", tpr)
-    monkeypatch.setattr(backend, "ATTENTION_BK", 32)
-    monkeypatch.setattr(backend, "ATTENTION_CHUNK", 8)
+def test_every_kernel_shape_matches_numpy(backend, entries, monkeypatch, threads, rows, bk,
+                                          lead, lq, lk, d, dv):
+    """Other blocks (one warp to eight, 1 to 4 rows per group of lanes), tiles of 8 to 128
+    keys (halved where shared memory would overflow) and heads up to 64 wide (the kernel
+    takes them; the default limit keeps them off it)."""
+    monkeypatch.setattr(backend, "ATTENTION_THREADS", threads)
+    monkeypatch.setattr(backend, "ATTENTION_ROWS", rows)
+    monkeypatch.setattr(backend, "ATTENTION_BK", bk)
     monkeypatch.setattr(backend, "ATTENTION_MAX_D", 64)
     test_fused_attention_matches_numpy(backend, entries, lead, lq, lk, d, dv)
+
+
+def test_the_tile_shrinks_to_fit_shared_memory_or_the_heads_go_elsewhere(backend, entries,
+                                                                      monkeypatch):
+    from lazyt.backends.cuda.backend import _attention_tile
+    assert _attention_tile(32, 32, 128, 4, 64, 48 * 1024) == 64     # MiniLM's heads
+    assert _attention_tile(64, 64, 128, 4, 64, 48 * 1024) == 32
+    assert _attention_tile(512, 512, 128, 4, 64, 48 * 1024) is None
+    monkeypatch.setattr(backend, "ATTENTION_MAX_D", 1024)
+    rng = np.random.default_rng(9)
+    q, k, v = (rng.standard_normal((2, 9, 512), dtype=np.float32) for _ in range(3))
+    np.testing.assert_allclose(_run(backend, q, k, v, None, 0.05), reference(q, k, v, None, 0.05),
+                               rtol=2e-5, atol=2e-5)
+    assert "attention_fused" not in entries and "attention_rows" in entries
 
 
 def test_permuted_heads_and_a_broadcast_padding_mask_as_bert(backend, entries):
@@ -128,6 +145,46 @@ def test_heads_sliced_from_one_buffer_and_masks_of_lower_rank(backend, entries):
         assert entries == ["attention_fused"], mask.shape   # (reading the heads-last
         got = backend.to_numpy(out)                         # output copies it: after)
         np.testing.assert_allclose(got, reference(*want_heads, mask, 0.3), rtol=2e-5, atol=2e-5)
+
+
+def test_heads_off_16_byte_boundaries_are_read_a_float_at_a_time(backend, entries,
+                                                                 monkeypatch):
+    """Heads in memory imported from torch that starts on and off 16-byte boundaries, with
+    replay on: the kernel reads whole float4s only where every row starts on a boundary,
+    and a launch recorded on aligned memory is not replayed on memory that is not (the
+    layouts are the same; a misaligned vector load would fault)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch has no CUDA here")
+    monkeypatch.setattr(backend, "replay", True)
+    vec = []
+    template = backend._template
+
+    def spy(stem, values, *args, **kwargs):
+        if stem == "attention":
+            vec.append(values["vec"])
+        return template(stem, values, *args, **kwargs)
+
+    monkeypatch.setattr(backend, "_template", spy)
+    rng = np.random.default_rng(10)
+    b, h, t, d = 2, 3, 20, 8
+    n = b * h * t * d
+    for shift in (0, 1, 0, 1, 3):
+        flat = rng.standard_normal(3 * n + 3, dtype=np.float32)
+        whole = torch.from_numpy(flat).cuda()
+        heads = [base_value(lazyt.from_dlpack(
+            whole[shift + i * n:shift + (i + 1) * n].reshape(b, h, t, d), device=DEV))
+            for i in range(3)]
+        assert all(x.offset == 0 for x in heads)
+        assert all((x.handle.ptr % 16 == 0) == (shift == 0) for x in heads)
+        entries.clear()
+        got = backend.to_numpy(backend.attention(*heads, None, 0.5))
+        want = reference(*[flat[shift + i * n:shift + (i + 1) * n].reshape(b, h, t, d)
+                           for i in range(3)], None, 0.5)
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
+        assert "attention_rows" not in entries
+    # one recording per alignment (0, 4 and 12 bytes past a boundary); the repeats replay
+    assert vec == ["true", "false", "false"]
 
 
 def test_a_grid_split_over_y_reaches_every_batch_entry(backend, entries):

@@ -32,9 +32,10 @@ FLOATS = (dt.float32, dt.float16, dt.float64)
 
 
 class FakeHandle:
-    def __init__(self, nbytes):
+    def __init__(self, nbytes, ptr=1 << 20):
         self.nbytes = nbytes
         self.buffer = None
+        self.ptr = ptr
 
 
 class RecordingClient(ComputeClient):
@@ -135,10 +136,10 @@ def recorded():
         b.attention(t((2, 4, 16, 8), d), t((2, 4, 16, 8), d), t((2, 4, 16, 8), d),
                     t((2, 1, 1, 16), d), 0.5)                      # fused (attention.cu)
         b.attention(t((3, 40, 7), d), t((3, 9, 7), d), t((3, 9, 24), d), None, 0.5)
-        b.ATTENTION_TPR, b.ATTENTION_MAX_D = 4, 64    # threads sharing rows, 64-wide heads
+        b.ATTENTION_ROWS, b.ATTENTION_MAX_D = 2, 64   # other rows per lane group, 64-wide heads
         b.attention(t((2, 4, 16, 64), d), t((2, 4, 16, 64), d), t((2, 4, 16, 64), d),
                     t((2, 4, 16, 16), d), 0.5)
-        del b.ATTENTION_TPR, b.ATTENTION_MAX_D
+        del b.ATTENTION_ROWS, b.ATTENTION_MAX_D
         b.attention(t((2, 4, 16, 80), d), t((2, 4, 16, 80), d), t((2, 4, 16, 80), d),
                     t((2, 1, 1, 16), d), 0.5)                      # too wide: three launches
         # a fused block inside the layer norm: whole, row and one-element inputs, a scalar

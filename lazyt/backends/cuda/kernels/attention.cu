@@ -1,15 +1,16 @@
 // Attention in one float32 kernel: out = softmax(q k^T * scale [+ mask]) v, without writing
 // the scores anywhere (the running-maximum softmax over tiles of keys).
 //
-// A block takes BQ = T / TPR query rows of one batch entry (every leading dim: batch, heads);
-// TPR threads share a row, each holding a slice of its query and of its output accumulator in
-// registers (a row's score is their slices' dot products summed by warp shuffles). The block
-// walks the keys in tiles of BK, each tile of k, v (and of the mask, when it is one row for
-// every query) staged in shared memory. Per step of C keys a thread computes C scores,
-// rescales what it has summed so far by exp(old max - new max), and adds exp(score - max) * v
-// to its slice. Rows of scores that are all -inf give zeros (no key to attend to), as
-// `attention_rows` does. Query rows come in, and output rows go out, through shared memory,
-// so that both global accesses are coalesced.
+// A block takes BQ query rows of one batch entry (every leading dim: batch, heads) and walks
+// the keys in tiles of BK; its query rows and each tile of k and v (and of the mask, when it
+// is one row for every query) sit in shared memory. Threads work in groups of G lanes of one
+// warp. Group n owns the RQ query rows n, n + NG, n + 2 NG, ... of the block (the groups of a
+// warp read rows in distinct banks): per tile, lane c computes the scores of those rows against
+// keys c, c + G, c + 2G, ... (so the lanes of a group read k rows in distinct banks), which
+// costs one shared-memory read per 4 * RQ multiply-adds. The group's lanes meet through
+// shuffles for each row's maximum; the probabilities go through a shared tile of the warp's
+// own rows to the product with v, where lane c keeps DVL columns of the rows' output. Rows of
+// scores that are all -inf give zeros (no key to attend to), as `attention_rows` does.
 //
 // info (u32):
 //   [0] query rows, [1] keys, [2] has mask, [3] scale (f32 bits), [4] leading dims,
@@ -23,38 +24,65 @@
 //   then per leading dim, outermost first: size, q, k, v, mask and out strides
 constexpr unsigned int D = {{ d }}u;     // q and k columns
 constexpr unsigned int DV = {{ dv }}u;   // v and out columns
-constexpr unsigned int TPR = {{ tpr }}u; // threads per query row (a power of two, <= 32)
-constexpr unsigned int W = 4u * TPR;
-constexpr unsigned int DP = (D + W - 1u) / W * W;      // padded with zeros: each thread of a
-constexpr unsigned int DVP = (DV + W - 1u) / W * W;    // row takes whole float4s
-constexpr unsigned int DL = DP / TPR;
-constexpr unsigned int DVL = DVP / TPR;
 constexpr unsigned int T = {{ workgroup_size_x }}u;
-constexpr unsigned int BQ = T / TPR;
-constexpr unsigned int BK = {{ bk }}u;
-constexpr unsigned int C = {{ chunk }}u;
-constexpr unsigned int SW = (D > DV ? D : DV) + 1u;
-constexpr unsigned int KV = BK * DP + BK * DVP;
+constexpr unsigned int RQ = {{ rq }}u;   // query rows per group of lanes
+constexpr unsigned int BK = {{ bk }}u;   // keys per tile
+constexpr bool VEC = {{ vec }};          // q, k, v rows are whole aligned float4s, columns dense
+constexpr unsigned int G = 8u;           // lanes per group
+constexpr unsigned int NG = T / G;     // groups per block
+constexpr unsigned int BQ = NG * RQ;
+constexpr unsigned int KT = BK / G;      // keys per lane and tile
+constexpr unsigned int DP = (D + 3u) / 4u * 4u;                    // padded with zeros:
+constexpr unsigned int DVP = (DV + 4u * G - 1u) / (4u * G) * (4u * G);   // whole float4s
+constexpr unsigned int DVL = DVP / G;
+// rows of q, k and probabilities are 4 * (an odd number) floats apart: the float4s of
+// consecutive rows that lanes read at once fall in distinct banks
+constexpr unsigned int KS = (DP / 4u) % 2u == 0u ? DP + 4u : DP;
+constexpr unsigned int PS = (BK / 4u) % 2u == 0u ? BK + 4u : BK;
 constexpr unsigned int LEAD = 21u;
-static_assert(TPR >= 1u && TPR <= 32u && (TPR & (TPR - 1u)) == 0u,
-              "threads per row: a power of two of at most a warp");
-static_assert(T % 32u == 0u && T >= TPR, "whole warps, at least one row per block");
-static_assert(C >= 1u && BK % C == 0u, "the steps of C keys tile the BK keys of a tile");
+static_assert(T % 32u == 0u && 32u % G == 0u, "whole warps of whole groups");
+static_assert(BK % G == 0u && BK % 4u == 0u, "the lanes share a tile's keys; float4 reads");
+static_assert(RQ >= 1u, "at least one query row per group");
+
+// rows [r0, r0 + R) of a strided matrix (columns C, a multiple of 4) into shared rows of W
+// floats, with zeros past its n_rows rows and n_cols columns; float4 loads where VEC
+template <unsigned int R, unsigned int C, unsigned int W>
+__device__ __forceinline__ void stage(float (*dst)[W], const float* __restrict__ src,
+                                      unsigned long long off, unsigned int rs, unsigned int cs,
+                                      unsigned int r0, unsigned int n_rows,
+                                      unsigned int n_cols) {
+    constexpr unsigned int V = VEC ? 4u : 1u;
+    constexpr unsigned int N = R * C / V;
+#pragma unroll
+    for (unsigned int it = 0u; it < (N + T - 1u) / T; ++it) {
+        const unsigned int e = threadIdx.x + it * T;
+        if (N % T == 0u || e < N) {
+            const unsigned int r = e / (C / V);
+            const unsigned int i = e % (C / V) * V;
+            const bool in = r0 + r < n_rows && i < n_cols;
+            const unsigned long long at = off + (unsigned long long)(r0 + r) * rs;
+            if (VEC) {
+                *reinterpret_cast<float4*>(&dst[r][i]) = in ?
+                    *reinterpret_cast<const float4*>(src + at + i) : make_float4(0.f, 0.f, 0.f, 0.f);
+            } else {
+                dst[r][i] = in ? src[at + (unsigned long long)i * cs] : 0.0f;
+            }
+        }
+    }
+}
 
 extern "C" __global__ void __launch_bounds__({{ workgroup_size_x }})
 attention_fused(const float* __restrict__ q, const float* __restrict__ k,
                 const float* __restrict__ v, const float* __restrict__ mask,
                 float* __restrict__ out, const unsigned int* __restrict__ info) {
-    // k and v tiles; before and after the walk over the keys the same memory stages the
-    // query rows in and the output rows out (rows padded by one: no bank conflicts)
-    __shared__ __align__(16) float tiles_mem[KV > BQ * SW ? KV : BQ * SW];
+    __shared__ __align__(16) float qs[BQ][KS];
+    __shared__ __align__(16) float ks[BK][KS];
+    __shared__ __align__(16) float vs[BK][DVP];
+    __shared__ __align__(16) float ps[BQ][PS];   // a warp writes and reads its rows only
     __shared__ float ms[BK];
-    float (*ks)[DP] = reinterpret_cast<float (*)[DP]>(tiles_mem);
-    float (*vs)[DVP] = reinterpret_cast<float (*)[DVP]>(tiles_mem + BK * DP);
-    float (*stage)[SW] = reinterpret_cast<float (*)[SW]>(tiles_mem);
     const unsigned int tid = threadIdx.x;
-    const unsigned int mine = tid / TPR;          // this thread's row in the block
-    const unsigned int lane = tid % TPR;          // its slice of that row
+    const unsigned int n = tid / G;              // this lane's group: rows n + NG * r
+    const unsigned int c = tid % G;              // this lane in its group
     const unsigned int bid = blockIdx.x + (blockIdx.y + blockIdx.z * gridDim.y) * gridDim.x;
     if (bid >= info[20]) {
         return;
@@ -62,7 +90,6 @@ attention_fused(const float* __restrict__ q, const float* __restrict__ k,
     const unsigned int tiles = info[5];
     unsigned int g = bid / tiles;
     const unsigned int first = (bid % tiles) * BQ;
-    const unsigned int row = first + mine;
     const unsigned int lq = info[0];
     const unsigned int lk = info[1];
     const bool has_mask = info[2] != 0u;
@@ -80,119 +107,138 @@ attention_fused(const float* __restrict__ q, const float* __restrict__ k,
         oo += i * w[5];
     }
     const float neg_inf = __uint_as_float(0xff800000u);
-    for (unsigned int e = tid; e < BQ * D; e = e + T) {
-        const unsigned int c = e / D;
-        const unsigned int i = e % D;
-        stage[c][i] = first + c < lq ? q[qo + (unsigned long long)(first + c) * info[7] +
-                                         (unsigned long long)i * info[8]] : 0.0f;
-    }
-    __syncthreads();
-    float qr[DL];
-    float acc[DVL];
+    stage<BQ, DP, KS>(qs, q, qo, info[7], info[8], first, lq, D);
+    float m[RQ];         // each row's running maximum
+    float l[RQ];         // this lane's part of the row's running sum of exp(score - m)
+    float o[RQ][DVL];    // this lane's columns of the row's output, scaled by the same
 #pragma unroll
-    for (unsigned int i = 0u; i < DL; ++i) {
-        const unsigned int col = lane * DL + i;
-        qr[i] = col < D ? stage[mine][col] : 0.0f;
-    }
+    for (unsigned int r = 0u; r < RQ; ++r) {
+        m[r] = neg_inf;
+        l[r] = 0.0f;
 #pragma unroll
-    for (unsigned int i = 0u; i < DVL; ++i) {
-        acc[i] = 0.0f;
+        for (unsigned int x = 0u; x < DVL; ++x) {
+            o[r][x] = 0.0f;
+        }
     }
-    float m = neg_inf;   // the running maximum of the row's scores
-    float l = 0.0f;      // the running sum of exp(score - m)
-    const unsigned long long mrow = mo + (unsigned long long)row * info[16];
     for (unsigned int j0 = 0u; j0 < lk; j0 = j0 + BK) {
-        __syncthreads();  // the previous tile (or the staged queries) has been read
-        for (unsigned int e = tid; e < BK * DP; e = e + T) {
-            const unsigned int c = e / DP;
-            const unsigned int i = e % DP;
-            const unsigned int j = j0 + c;
-            ks[c][i] = j < lk && i < D ? k[ko + (unsigned long long)j * info[10] +
-                                           (unsigned long long)i * info[11]] : 0.0f;
-        }
-        for (unsigned int e = tid; e < BK * DVP; e = e + T) {
-            const unsigned int c = e / DVP;
-            const unsigned int i = e % DVP;
-            const unsigned int j = j0 + c;
-            vs[c][i] = j < lk && i < DV ? v[vo + (unsigned long long)j * info[13] +
-                                            (unsigned long long)i * info[14]] : 0.0f;
-        }
+        __syncthreads();   // the previous tile has been read
+        stage<BK, DP, KS>(ks, k, ko, info[10], info[11], j0, lk, D);
+        stage<BK, DVP, DVP>(vs, v, vo, info[13], info[14], j0, lk, DV);
         if (mask_shared) {
-            for (unsigned int c = tid; c < BK; c = c + T) {
-                const unsigned int j = j0 + c;
-                ms[c] = j < lk ? mask[mo + (unsigned long long)j * info[17]] : 0.0f;
+            for (unsigned int kk = tid; kk < BK; kk = kk + T) {
+                const unsigned int j = j0 + kk;
+                ms[kk] = j < lk ? mask[mo + (unsigned long long)j * info[17]] : 0.0f;
             }
         }
         __syncthreads();
-        const unsigned int nk = min(BK, lk - j0);
-        for (unsigned int c0 = 0u; c0 < nk; c0 = c0 + C) {
-            float s[C];
+        float s[RQ][KT];
+#pragma unroll
+        for (unsigned int r = 0u; r < RQ; ++r) {
+#pragma unroll
+            for (unsigned int t = 0u; t < KT; ++t) {
+                s[r][t] = 0.0f;
+            }
+        }
+#pragma unroll
+        for (unsigned int i = 0u; i < DP; i = i + 4u) {
+            float4 qv[RQ];
+#pragma unroll
+            for (unsigned int r = 0u; r < RQ; ++r) {
+                qv[r] = *reinterpret_cast<const float4*>(&qs[n + NG * r][i]);
+            }
+#pragma unroll
+            for (unsigned int t = 0u; t < KT; ++t) {
+                const float4 kv = *reinterpret_cast<const float4*>(&ks[c + G * t][i]);
+#pragma unroll
+                for (unsigned int r = 0u; r < RQ; ++r) {
+                    s[r][t] = fmaf(qv[r].x, kv.x, s[r][t]);
+                    s[r][t] = fmaf(qv[r].y, kv.y, s[r][t]);
+                    s[r][t] = fmaf(qv[r].z, kv.z, s[r][t]);
+                    s[r][t] = fmaf(qv[r].w, kv.w, s[r][t]);
+                }
+            }
+        }
+#pragma unroll
+        for (unsigned int r = 0u; r < RQ; ++r) {
+            const unsigned int row = first + n + NG * r;
+            const unsigned long long mrow = mo + (unsigned long long)row * info[16];
             float top = neg_inf;
 #pragma unroll
-            for (unsigned int c = 0u; c < C; ++c) {
-                const unsigned int j = j0 + c0 + c;
-                float a0 = 0.0f, a1 = 0.0f, a2 = 0.0f, a3 = 0.0f;
-#pragma unroll
-                for (unsigned int i = 0u; i < DL; i = i + 4u) {
-                    const float4 kk = *reinterpret_cast<const float4*>(&ks[c0 + c][lane * DL + i]);
-                    a0 = fmaf(qr[i], kk.x, a0);
-                    a1 = fmaf(qr[i + 1u], kk.y, a1);
-                    a2 = fmaf(qr[i + 2u], kk.z, a2);
-                    a3 = fmaf(qr[i + 3u], kk.w, a3);
-                }
-                float dot = (a0 + a1) + (a2 + a3);
-#pragma unroll
-                for (unsigned int o = 1u; o < TPR; o = o * 2u) {
-                    dot = dot + __shfl_xor_sync(0xffffffffu, dot, o);
-                }
-                float sc = dot * scale;
+            for (unsigned int t = 0u; t < KT; ++t) {
+                const unsigned int j = j0 + c + G * t;
+                float sc = s[r][t] * scale;
                 if (mask_shared) {
-                    sc = sc + ms[c0 + c];
+                    sc = sc + ms[c + G * t];
                 } else if (has_mask && row < lq && j < lk) {
                     sc = sc + mask[mrow + (unsigned long long)j * info[17]];
                 }
-                s[c] = j < lk ? sc : neg_inf;
-                top = max(top, s[c]);
+                s[r][t] = j < lk ? sc : neg_inf;
+                top = max(top, s[r][t]);
             }
-            const float mn = max(m, top);
+#pragma unroll
+            for (unsigned int x = 1u; x < G; x = x * 2u) {
+                top = max(top, __shfl_xor_sync(0xffffffffu, top, x));
+            }
+            const float mn = max(m[r], top);
             // mn = -inf: every score so far is -inf, nothing to add yet
-            const float alpha = mn == neg_inf ? 1.0f : expf(m - mn);
-            l = l * alpha;
+            const float alpha = mn == neg_inf ? 1.0f : expf(m[r] - mn);
+            float sum = 0.0f;
 #pragma unroll
-            for (unsigned int i = 0u; i < DVL; ++i) {
-                acc[i] = acc[i] * alpha;
+            for (unsigned int t = 0u; t < KT; ++t) {
+                const float p = mn == neg_inf ? 0.0f : expf(s[r][t] - mn);
+                sum = sum + p;
+                ps[n + NG * r][c + G * t] = p;
+            }
+            l[r] = l[r] * alpha + sum;
+#pragma unroll
+            for (unsigned int x = 0u; x < DVL; ++x) {
+                o[r][x] = o[r][x] * alpha;
+            }
+            m[r] = mn;
+        }
+        __syncwarp();   // the warp's probabilities are written
+#pragma unroll 4
+        for (unsigned int j = 0u; j < BK; j = j + 4u) {
+            float4 pv[RQ];
+#pragma unroll
+            for (unsigned int r = 0u; r < RQ; ++r) {
+                pv[r] = *reinterpret_cast<const float4*>(&ps[n + NG * r][j]);
             }
 #pragma unroll
-            for (unsigned int c = 0u; c < C; ++c) {
-                const float p = mn == neg_inf ? 0.0f : expf(s[c] - mn);
-                l = l + p;
+            for (unsigned int t = 0u; t < 4u; ++t) {
 #pragma unroll
-                for (unsigned int i = 0u; i < DVL; i = i + 4u) {
-                    const float4 vv = *reinterpret_cast<const float4*>(&vs[c0 + c][lane * DVL + i]);
-                    acc[i] = fmaf(p, vv.x, acc[i]);
-                    acc[i + 1u] = fmaf(p, vv.y, acc[i + 1u]);
-                    acc[i + 2u] = fmaf(p, vv.z, acc[i + 2u]);
-                    acc[i + 3u] = fmaf(p, vv.w, acc[i + 3u]);
+                for (unsigned int x = 0u; x < DVL; x = x + 4u) {
+                    const float4 vv = *reinterpret_cast<const float4*>(&vs[j + t][c * DVL + x]);
+#pragma unroll
+                    for (unsigned int r = 0u; r < RQ; ++r) {
+                        const float p = t == 0u ? pv[r].x : t == 1u ? pv[r].y :
+                                        t == 2u ? pv[r].z : pv[r].w;
+                        o[r][x] = fmaf(p, vv.x, o[r][x]);
+                        o[r][x + 1u] = fmaf(p, vv.y, o[r][x + 1u]);
+                        o[r][x + 2u] = fmaf(p, vv.z, o[r][x + 2u]);
+                        o[r][x + 3u] = fmaf(p, vv.w, o[r][x + 3u]);
+                    }
                 }
             }
-            m = mn;
         }
     }
-    __syncthreads();   // every thread is done with the last tile
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
 #pragma unroll
-    for (unsigned int i = 0u; i < DVL; ++i) {
-        const unsigned int col = lane * DVL + i;
-        if (col < DV) {
-            stage[mine][col] = acc[i] * inv;
+    for (unsigned int r = 0u; r < RQ; ++r) {
+        float lt = l[r];
+#pragma unroll
+        for (unsigned int x = 1u; x < G; x = x * 2u) {
+            lt = lt + __shfl_xor_sync(0xffffffffu, lt, x);
         }
-    }
-    __syncthreads();
-    for (unsigned int e = tid; e < BQ * DV; e = e + T) {
-        const unsigned int c = e / DV;
-        const unsigned int i = e % DV;
-        if (first + c < lq) {
-            out[oo + (unsigned long long)(first + c) * info[19] + i] = stage[c][i];
+        const float inv = lt > 0.0f ? 1.0f / lt : 0.0f;
+        const unsigned int row = first + n + NG * r;
+        if (row < lq) {
+            float* dst = out + oo + (unsigned long long)row * info[19];
+#pragma unroll
+            for (unsigned int x = 0u; x < DVL; ++x) {
+                if (c * DVL + x < DV) {
+                    dst[c * DVL + x] = o[r][x] * inv;
+                }
+            }
         }
     }
 }
