@@ -333,3 +333,42 @@ def test_one_kernel_cache_per_client_keyed_by_kernel_id(backend, up):
     backend.unary(UnaryOp.SIN, x)
     assert dict(backend.client._kernels) == kernels
     assert backend.client.has_kernel(backend.renderer.unary_kernel(UnaryOp.SIN, dt.float32))
+
+
+def test_a_long_compiled_graph_is_submitted_in_parts(backend, monkeypatch):
+    """A compiled call's dispatch graph goes to the device in parts (after GRAPH_SPLITS
+    dispatches), so the device starts while the host encodes the rest; short graphs and
+    GRAPH_SPLITS = () keep one submission; the results are the same either way."""
+    import lazyt.backends.wgpu.client as wc
+    dev = lazyt.device("wgpu:0")
+
+    def f(x):
+        for _ in range(30):    # a reduction and a fused block each: 60 dispatches
+            x = x.sum(-1, keepdim=True) * 0.01 + x
+        return x
+
+    def g(x):                  # a few dispatches
+        return (x.sum(-1, keepdim=True) + x).exp().sum(-1)
+
+    x = lazyt.tensor(np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 16), device=dev)
+    want = f(x).numpy()
+    client = backend.client
+    for splits, parts in (((16, 48), 3), ((), 1), ((16,), 2), ((100,), 1)):
+        monkeypatch.setattr(wc, "GRAPH_SPLITS", splits)
+        c = lazyt.compile(f)
+        for _ in range(4):     # the recording calls, then the graph
+            c(x).numpy()
+        client.sync()
+        submits = client.submits
+        out = c(x)
+        assert client.submits - submits == parts - 1     # the last part goes with the read
+        np.testing.assert_array_equal(out.numpy(), want)
+        assert client.submits - submits == parts
+    monkeypatch.setattr(wc, "GRAPH_SPLITS", (16, 48))
+    c = lazyt.compile(g)
+    for _ in range(4):
+        c(x).numpy()
+    client.sync()
+    submits = client.submits
+    c(x).numpy()
+    assert client.submits - submits == 1
