@@ -77,6 +77,31 @@ def _holds(wide: DType, narrow: DType) -> bool:
     return a.min <= b.min and b.max <= a.max
 
 
+def attention_tile(d: int, dv: int, threads: int, rows: int, bk: int, limit: int,
+                   lane_scratch: int = 0) -> int | None:
+    """The keys per tile of the fused attention kernel: `bk`, halved (down to 8) while the
+    block's shared memory (its query rows, a tile of k, v and probabilities, the mask row,
+    `lane_scratch` floats per lane and row) would pass `limit` bytes; None when even 8 keys
+    do not fit. Mirrors the kernels' padding (rows of 4 * an odd number of floats)."""
+    bq = threads // 8 * rows
+    dp = -(-d // 4) * 4
+    dvp = -(-dv // 32) * 32
+    ks = dp + 4 if (dp // 4) % 2 == 0 else dp
+    while True:
+        ps = bk + 4 if (bk // 4) % 2 == 0 else bk
+        floats = bq * ks + bk * ks + bk * dvp + bq * ps + bk + lane_scratch * threads * rows
+        if 4 * floats <= limit:
+            return bk
+        if bk <= 8:
+            return None
+        bk //= 2
+
+
+def _last_index(t: CubeTensor) -> int:
+    """The largest element index a view of `t`'s layout reaches in its buffer."""
+    return t.offset + sum((size - 1) * st for size, st in zip(t.shape, t.strides))
+
+
 def into_contiguous(tensor: CubeTensor) -> CubeTensor:
     """`tensor` itself when kernels can index it densely from 0, else a contiguous copy."""
     if tensor.is_contiguous():
@@ -651,9 +676,111 @@ class CubeBackend(Backend):
             return super().layer_norm(x, n_dims, eps, weight, bias)
         return self._rows("layer_norm_rows", x, n_dims, eps, weight, bias)
 
-    @_replay.replayable()
+    # ------------------------------------------------------------------ attention
     def attention(self, q: CubeTensor, k: CubeTensor, v: CubeTensor, mask=None,
                   scale: float = 1.0) -> CubeTensor:
+        """float32 heads of at most ATTENTION_MAX_D columns: one kernel that never writes the
+        scores (`_attention_kernel`: kernels/attention.cu on cuda, generated WGSL on wgpu).
+        Otherwise three launches (`_attention_launches`)."""
+        if self.fused_attention and self._attention_fits(q, k, v, mask):
+            return self._fused_attention(q, k, v, mask, float(scale))
+        return self._attention_launches(q, k, v, mask, scale)
+
+    #: attention as one kernel where it fits (False: always the three launches).
+    fused_attention = True
+    #: The widest q/k and v rows the fused kernel takes.
+    ATTENTION_MAX_D = 32
+    #: The fused kernel's shape: threads per block, query rows per group of 8 lanes (a
+    #: block takes THREADS / 8 * ROWS of them), keys per shared-memory tile (halved while
+    #: the block's shared memory would pass ATTENTION_SMEM bytes or the device's limit).
+    ATTENTION_THREADS = 128
+    ATTENTION_ROWS = 4
+    ATTENTION_BK = 64
+    ATTENTION_SMEM = 48 * 1024
+    #: Floats of shared memory the kernel keeps per lane and query row besides its tiles
+    #: (where lanes meet in shared memory rather than through shuffles).
+    ATTENTION_LANE_SCRATCH = 0
+
+    def _attention_smem(self) -> int:
+        return min(self.ATTENTION_SMEM,
+                   getattr(self.client.limits, "max_workgroup_storage", self.ATTENTION_SMEM))
+
+    def _attention_bk(self, d: int, dv: int) -> int | None:
+        return attention_tile(d, dv, self.ATTENTION_THREADS, self.ATTENTION_ROWS,
+                              self.ATTENTION_BK, self._attention_smem(),
+                              self.ATTENTION_LANE_SCRATCH)
+
+    def _attention_fits(self, q, k, v, mask) -> bool:
+        f32 = dt.float32
+        if q.dtype is not f32 or k.dtype is not f32 or v.dtype is not f32 or q.ndim < 2 or \
+                (mask is not None and (mask.dtype is not f32 or mask.ndim > q.ndim)):
+            return False
+        lead = q.shape[:-2]
+        if k.shape[:-2] != lead or v.shape[:-2] != lead or k.shape[-2] != v.shape[-2] or \
+                k.shape[-1] != q.shape[-1] or 0 in q.shape or 0 in k.shape or 0 in v.shape:
+            return False
+        if q.shape[-1] > self.ATTENTION_MAX_D or v.shape[-1] > self.ATTENTION_MAX_D or \
+                self._attention_bk(q.shape[-1], v.shape[-1]) is None:
+            return False
+        if mask is not None:   # the mask broadcasts to the scores (the op's rule checks it too)
+            full = lead + (q.shape[-2], k.shape[-2])
+            if any(m != 1 and m != f for m, f in zip(reversed(mask.shape), reversed(full))):
+                return False
+        # every stride and index the kernel forms fits its 32-bit info words
+        if math.prod(q.shape[:-1]) * v.shape[-1] >= 2 ** 31:   # the output's
+            return False
+        return all(min(t.strides, default=0) >= 0 and _last_index(t) < 2 ** 31
+                   for t in (q, k, v) + (() if mask is None else (mask,)))
+
+    @_replay.replayable(extra=lambda self: (self.ATTENTION_THREADS, self.ATTENTION_ROWS,
+                                            self.ATTENTION_BK, self._attention_smem()))
+    def _fused_attention(self, q, k, v, mask, scale: float) -> CubeTensor:
+        lead = q.shape[:-2]
+        lq, d = q.shape[-2:]
+        lk, dv = v.shape[-2:]
+        if len(lead) == 2:   # [b, h, t, d] heads: written as [b, t, h, d], so merging is free
+            b, h = lead
+            raw = self.alloc("attention", (b, lq, h, dv), dt.float32)
+            out = self._view(raw, lead + (lq, dv), (lq * h * dv, dv, h * dv, 1), 0)
+        else:
+            out = self.alloc("attention", lead + (lq, dv), dt.float32)
+        mstrides = [0] * (len(lead) + 2) if mask is None else \
+            broadcast_strides(mask, lead + (lq, lk))
+        threads, rq = self.ATTENTION_THREADS, self.ATTENTION_ROWS
+        bk = self._attention_bk(d, dv)
+        tiles = -(-lq // (threads // 8 * rq))
+        blocks = math.prod(lead) * tiles
+        dims = []
+        for i, size in enumerate(lead):
+            dims += [size, q.strides[i], k.strides[i], v.strides[i], mstrides[i],
+                     out.strides[i]]
+        scale_bits = int(np.array(scale, np.float32).view(np.uint32))
+        info = info_words([lq, lk, mask is not None, scale_bits, len(lead), tiles,
+                           q.offset, q.strides[-2], q.strides[-1],
+                           k.offset, k.strides[-2], k.strides[-1],
+                           v.offset, v.strides[-2], v.strides[-1],
+                           0 if mask is None else mask.offset, mstrides[-2], mstrides[-1],
+                           out.offset, out.strides[-2], blocks] + dims)
+        # vector loads of q, k and v: dense columns, rows and offsets on 16-byte boundaries
+        vec = d % 4 == 0 and dv % 4 == 0 and all(
+            t.strides[-1] == 1 and (getattr(t.handle, "ptr", 0) + 4 * t.offset) % 16 == 0 and
+            all(s % 4 == 0 for s in t.strides[:-1]) for t in (q, k, v))
+        p = self._attention_kernel(d, dv, threads, rq, bk, vec)
+        self.client.launch(p, self.groups(blocks),
+                           [q, k, v, q if mask is None else mask, out, info])
+        return out
+
+    def _attention_kernel(self, d: int, dv: int, threads: int, rows: int, bk: int,
+                          vec: bool):
+        """The fused attention kernel for these head widths and this blocking (entry
+        `attention_fused`; its info words are described in kernels/attention.cu)."""
+        return self._template("attention", {"d": d, "dv": dv, "bk": bk, "rq": rows,
+                                            "vec": "true" if vec else "false"},
+                              "attention_fused", wg=threads)
+
+    @_replay.replayable()
+    def _attention_launches(self, q: CubeTensor, k: CubeTensor, v: CubeTensor, mask=None,
+                            scale: float = 1.0) -> CubeTensor:
         """float32: the scores' matmul, one row kernel for the scale, the mask and the softmax
         (the `rows` template, the mask read through broadcast strides), and the matmul
         with v: three launches. Other dtypes use the generic helper."""

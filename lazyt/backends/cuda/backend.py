@@ -37,28 +37,6 @@ def _batch_offsets(bshape: tuple, a_bs: tuple, b_bs: tuple):
     return a, b
 
 
-def _attention_tile(d: int, dv: int, threads: int, rows: int, bk: int,
-                    limit: int) -> int | None:
-    """The keys per tile of kernels/attention.cu: `bk`, halved (down to 8) while the block's
-    shared memory (its query rows, a tile of k, v and probabilities, the mask row) would
-    pass `limit` bytes; None when even 8 keys do not fit. Mirrors the kernel's padding."""
-    bq = threads // 8 * rows
-    dp = -(-d // 4) * 4
-    dvp = -(-dv // 32) * 32
-    ks = dp + 4 if (dp // 4) % 2 == 0 else dp
-    while 4 * (bq * ks + bk * ks + bk * dvp + bq * (bk + 4 if bk // 4 % 2 == 0 else bk) +
-               bk) > limit:
-        if bk <= 8:
-            return None
-        bk //= 2
-    return bk
-
-
-def _last_index(t: CubeTensor) -> int:
-    """The largest element index a view of `t`'s layout reaches in its buffer."""
-    return t.offset + sum((size - 1) * st for size, st in zip(t.shape, t.strides))
-
-
 #: The fallback matmul kernel's tile (kernels/matmul.cu).
 MATMUL_BM = MATMUL_BN = 64
 MATMUL_THREADS = 256
@@ -325,94 +303,14 @@ class CudaBackend(CubeBackend):
         return view if ok else None
 
     # ------------------------------------------------------------------ attention
-    def attention(self, q: CubeTensor, k: CubeTensor, v: CubeTensor, mask=None,
-                  scale: float = 1.0) -> CubeTensor:
-        """float32 heads of at most ATTENTION_MAX_D columns: one kernel (kernels/attention.cu)
-        that never writes the scores. Otherwise the family's three launches (scores by
-        cuBLAS, the row kernel, the product with v)."""
-        if self.fused_attention and self._attention_fits(q, k, v, mask):
-            return self._fused_attention(q, k, v, mask, float(scale))
-        return super().attention(q, k, v, mask, scale)
-
-    #: attention as one kernel where it fits (False: always the three launches).
-    fused_attention = True
-    #: The widest q/k and v rows the fused kernel takes. At 64 (BERT-base's b32 s128 heads)
-    #: the three launches were the faster on the H200: 81 µs against 97 µs.
-    ATTENTION_MAX_D = 32
-    #: The fused kernel's shape: threads per block, query rows per group of 8 lanes (a
-    #: block takes THREADS / 8 * ROWS of them), keys per shared-memory tile (halved while
-    #: the block's shared memory would pass ATTENTION_SMEM bytes). On MiniLM's heads (H200,
-    #: CUPTI, one process): 128 / 4 / 64 took 38-41 µs; 256 / 2 / 64 46; 128 / 2 / 64 45;
-    #: 128 / 8 / 32 61 (it spills); 64 / 4 / 64 64; capping registers for a fifth block a
-    #: multiprocessor 47. The previous kernel (a query row per thread) took 44 µs.
-    ATTENTION_THREADS = 128
-    ATTENTION_ROWS = 4
-    ATTENTION_BK = 64
-    ATTENTION_SMEM = 48 * 1024
-
-    def _attention_fits(self, q, k, v, mask) -> bool:
-        f32 = dt.float32
-        if q.dtype is not f32 or k.dtype is not f32 or v.dtype is not f32 or q.ndim < 2 or \
-                (mask is not None and (mask.dtype is not f32 or mask.ndim > q.ndim)):
-            return False
-        lead = q.shape[:-2]
-        if k.shape[:-2] != lead or v.shape[:-2] != lead or k.shape[-2] != v.shape[-2] or \
-                k.shape[-1] != q.shape[-1] or 0 in q.shape or 0 in k.shape or 0 in v.shape:
-            return False
-        if q.shape[-1] > self.ATTENTION_MAX_D or v.shape[-1] > self.ATTENTION_MAX_D or \
-                _attention_tile(q.shape[-1], v.shape[-1], self.ATTENTION_THREADS,
-                                self.ATTENTION_ROWS, self.ATTENTION_BK,
-                                self.ATTENTION_SMEM) is None:
-            return False
-        if mask is not None:   # the mask broadcasts to the scores (the op's rule checks it too)
-            full = lead + (q.shape[-2], k.shape[-2])
-            if any(m != 1 and m != f for m, f in zip(reversed(mask.shape), reversed(full))):
-                return False
-        # every stride and index the kernel forms fits its 32-bit info words
-        if math.prod(q.shape[:-1]) * v.shape[-1] >= 2 ** 31:   # the output's
-            return False
-        return all(min(t.strides, default=0) >= 0 and _last_index(t) < 2 ** 31
-                   for t in (q, k, v) + (() if mask is None else (mask,)))
-
-    @_replay.replayable(extra=lambda self: (self.ATTENTION_THREADS, self.ATTENTION_ROWS,
-                                            self.ATTENTION_BK, self.ATTENTION_SMEM))
-    def _fused_attention(self, q, k, v, mask, scale: float) -> CubeTensor:
-        lead = q.shape[:-2]
-        lq, d = q.shape[-2:]
-        lk, dv = v.shape[-2:]
-        if len(lead) == 2:   # [b, h, t, d] heads: written as [b, t, h, d], so merging is free
-            b, h = lead
-            raw = self.alloc("attention", (b, lq, h, dv), dt.float32)
-            out = self._view(raw, lead + (lq, dv), (lq * h * dv, dv, h * dv, 1), 0)
-        else:
-            out = self.alloc("attention", lead + (lq, dv), dt.float32)
-        mstrides = [0] * (len(lead) + 2) if mask is None else \
-            broadcast_strides(mask, lead + (lq, lk))
-        threads, rq = self.ATTENTION_THREADS, self.ATTENTION_ROWS
-        bk = _attention_tile(d, dv, threads, rq, self.ATTENTION_BK, self.ATTENTION_SMEM)
-        tiles = -(-lq // (threads // 8 * rq))
-        blocks = math.prod(lead) * tiles
-        dims = []
-        for i, size in enumerate(lead):
-            dims += [size, q.strides[i], k.strides[i], v.strides[i], mstrides[i],
-                     out.strides[i]]
-        scale_bits = int(np.array(scale, np.float32).view(np.uint32))
-        info = info_words([lq, lk, mask is not None, scale_bits, len(lead), tiles,
-                           q.offset, q.strides[-2], q.strides[-1],
-                           k.offset, k.strides[-2], k.strides[-1],
-                           v.offset, v.strides[-2], v.strides[-1],
-                           0 if mask is None else mask.offset, mstrides[-2], mstrides[-1],
-                           out.offset, out.strides[-2], blocks] + dims)
-        # float4 loads of q, k and v: dense columns, rows and offsets on 16-byte boundaries
-        vec = d % 4 == 0 and dv % 4 == 0 and all(
-            t.strides[-1] == 1 and (t.handle.ptr + 4 * t.offset) % 16 == 0 and
-            all(s % 4 == 0 for s in t.strides[:-1]) for t in (q, k, v))
-        p = self._template("attention", {"d": d, "dv": dv, "bk": bk, "rq": rq,
-                                         "vec": "true" if vec else "false"},
-                           "attention_fused", wg=threads)
-        self.client.launch(p, self.groups(blocks),
-                           [q, k, v, q if mask is None else mask, out, info])
-        return out
+    #: The fused attention kernel is kernels/attention.cu (the family's `attention` takes it
+    #: where it fits; see CubeBackend.ATTENTION_*). On MiniLM's heads (H200, CUPTI, one
+    #: process): 128 threads / 4 rows / 64 keys took 38-41 µs; 256 / 2 / 64 46; 128 / 2 / 64
+    #: 45; 128 / 8 / 32 61 (it spills); 64 / 4 / 64 64; capping registers for a fifth block
+    #: a multiprocessor 47. The previous kernel (a query row per thread) took 44 µs, the
+    #: three launches 69 µs and torch's SDPA 57 µs. At 64 columns (BERT-base's b32 s128
+    #: heads) the three launches were the faster: 81 µs against 97 µs, so ATTENTION_MAX_D
+    #: stays 32.
 
     def _attention_values(self, probs: CubeTensor, v: CubeTensor) -> CubeTensor:
         """`probs @ v` for [b, h, t, d] heads: written as [b, t, h, d] (see _pointer_matmul)

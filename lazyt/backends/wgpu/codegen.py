@@ -1,9 +1,12 @@
-"""Generated WGSL matmul: the unrolled, register-blocked batched matmul of the wgpu backend.
+"""Generated WGSL: the unrolled, register-blocked batched matmul and the one-kernel attention
+of the wgpu backend.
 
-It stays WGSL-specific (workgroup tiles, vec4 loads, `fma`): the CUDA backend multiplies with
-cuBLAS. The elementwise and fused kernels are rendered by the Cube renderer base
-(`lazyt/backends/cube/renderer.py`) through `WgslRenderer`. Like those, a matmul kernel is
-shape-generic: sizes, strides and offsets reach it through the `info` buffer.
+They stay WGSL-specific (workgroup tiles, vec4 loads, `fma`): the CUDA backend multiplies with
+cuBLAS and has its attention in `kernels/attention.cu`. The elementwise and fused kernels are
+rendered by the Cube renderer base (`lazyt/backends/cube/renderer.py`) through `WgslRenderer`.
+Like those, these kernels are shape-generic: sizes, strides and offsets reach them through the
+`info` buffer. Their inner loops are unrolled here, in Python, into named scalar and vec4
+registers: function-local arrays indexed inside loops spill to slow memory on real GPUs.
 """
 from __future__ import annotations
 
@@ -231,4 +234,223 @@ def matmul_source(dtype: DType, cfg: MatmulConfig, vec4: bool, bias: bool = Fals
                             cube_dim=CubeDim(cfg.threads))
 
 
-__all__ = ["MatmulConfig", "matmul_kernel", "matmul_source"]
+# ------------------------------------------------------------------------------ attention
+#: Lanes that share a group of query rows in `attention_kernel`.
+ATTENTION_LANES = 8
+
+
+def attention_kernel(d: int, dv: int, threads: int, rows: int, bk: int, vec: bool) -> str:
+    """`out = softmax(q k^T * scale [+ mask]) v` for float32 heads in one kernel, the scores
+    never written (a running-maximum softmax over tiles of `bk` keys): the same blocking as
+    the CUDA kernel (`lazyt/backends/cuda/kernels/attention.cu`, whose comment gives the
+    info words). A workgroup of `threads` takes `threads / 8 * rows` query rows; group n of
+    8 lanes owns rows n, n + NG, ... and lane c scores them against keys c, c + 8, ... of a
+    tile held in workgroup memory. Without shuffles, the lanes of a group meet in workgroup
+    memory: each lane's row maxima (and, at the end, its row sums) go to `red`.
+
+    `vec`: q, k and v rows start on 4-element boundaries with dense columns (d and dv
+    multiples of 4): they are bound as vec4 arrays and loaded a vec4 at a time."""
+    G = ATTENTION_LANES
+    T, RQ, BK = threads, rows, bk
+    NG = T // G
+    BQ = NG * RQ
+    KT = BK // G
+    DP = -(-d // 4) * 4
+    DVP = -(-dv // (4 * G)) * (4 * G)
+    DVL = DVP // G
+    KS = DP + 4 if (DP // 4) % 2 == 0 else DP
+    PS = BK + 4 if (BK // 4) % 2 == 0 else BK
+    if T % 32 or BK % G or BK % 4 or RQ < 1:
+        raise ValueError(f"attention_kernel: threads {T}, rows {RQ}, keys {BK}")
+    src_ty = "vec4<f32>" if vec else "f32"
+    L = [f"""// attention_fused: d={d} dv={dv} threads={T} rows={RQ} keys={BK} vec={vec}
+@group(0) @binding(0) var<storage, read> q: array<{src_ty}>;
+@group(0) @binding(1) var<storage, read> k: array<{src_ty}>;
+@group(0) @binding(2) var<storage, read> v: array<{src_ty}>;
+@group(0) @binding(3) var<storage, read> mask: array<f32>;
+@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(5) var<storage, read> info: array<u32>;
+var<workgroup> qs: array<vec4<f32>, {BQ * KS // 4}>;
+var<workgroup> ks: array<vec4<f32>, {BK * KS // 4}>;
+var<workgroup> vs: array<vec4<f32>, {BK * DVP // 4}>;
+var<workgroup> ps: array<vec4<f32>, {BQ * PS // 4}>;
+var<workgroup> ms: array<f32, {BK}>;
+var<workgroup> red: array<f32, {RQ * T}>;
+"""]
+    # staging: rows [r0, r0 + R) of a strided matrix (C columns, a multiple of 4) into rows of
+    # W floats of a workgroup array, zeros past n_rows rows and n_cols columns
+    for name, dst, C, W, R in (("q", "qs", DP, KS, BQ), ("k", "ks", DP, KS, BK),
+                               ("v", "vs", DVP, DVP, BK)):
+        L.append(f"fn stage_{name}(lid: u32, off: u32, rs: u32, cs: u32, r0: u32, n_rows: u32,"
+                 f" n_cols: u32) {{")
+        if vec:
+            L.append(f"""    for (var e = lid; e < {R * C // 4}u; e = e + {T}u) {{
+        let r = e / {C // 4}u;
+        let i = (e % {C // 4}u) * 4u;
+        var x = vec4<f32>(0.0);
+        if (r0 + r < n_rows && i < n_cols) {{
+            x = {name}[(off + (r0 + r) * rs + i) / 4u];
+        }}
+        {dst}[(r * {W}u + i) / 4u] = x;
+    }}""")
+        else:
+            L.append(f"""    for (var e = lid; e < {R * C}u; e = e + {T}u) {{
+        let r = e / {C}u;
+        let i = e % {C}u;
+        var x = 0.0;
+        if (r0 + r < n_rows && i < n_cols) {{
+            x = {name}[off + (r0 + r) * rs + i * cs];
+        }}
+        {dst}[(r * {W}u + i) / 4u][i % 4u] = x;
+    }}""")
+        L.append("}\n")
+    L.append(f"""@compute @workgroup_size({T})
+fn attention_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                   @builtin(local_invocation_index) lid: u32) {{
+    let bid = wid.x + (wid.y + wid.z * nwg.y) * nwg.x;
+    if (bid >= info[20]) {{
+        return;
+    }}
+    let n = lid / {G}u;
+    let c = lid % {G}u;
+    let tiles = info[5];
+    var g = bid / tiles;
+    let first = (bid % tiles) * {BQ}u;
+    let lq = info[0];
+    let lk = info[1];
+    let has_mask = info[2] != 0u;
+    let mask_shared = has_mask && info[16] == 0u;
+    let scale = bitcast<f32>(info[3]);
+    var qo = info[6];
+    var ko = info[9];
+    var vo = info[12];
+    var mo = info[15];
+    var oo = info[18];
+    for (var dd = info[4]; dd > 0u; dd = dd - 1u) {{
+        let w = 21u + 6u * (dd - 1u);
+        let i = g % info[w];
+        g = g / info[w];
+        qo = qo + i * info[w + 1u];
+        ko = ko + i * info[w + 2u];
+        vo = vo + i * info[w + 3u];
+        mo = mo + i * info[w + 4u];
+        oo = oo + i * info[w + 5u];
+    }}
+    let neg_inf = bitcast<f32>(0xff800000u);
+    stage_q(lid, qo, info[7], info[8], first, lq, {d}u);""")
+    reg = lambda *parts: "_".join(str(x) for x in parts)  # noqa: E731
+    for r in range(RQ):
+        L.append(f"    let row{r} = first + n + {NG * r}u;")
+        L.append(f"    let mrow{r} = mo + row{r} * info[16];")
+        L.append(f"    var m{r} = neg_inf;")
+        L.append(f"    var l{r} = 0.0;")
+        for x in range(DVL // 4):
+            L.append(f"    var o{reg(r, x)} = vec4<f32>(0.0);")
+    L.append(f"""    for (var j0 = 0u; j0 < lk; j0 = j0 + {BK}u) {{
+        workgroupBarrier();
+        stage_k(lid, ko, info[10], info[11], j0, lk, {d}u);
+        stage_v(lid, vo, info[13], info[14], j0, lk, {dv}u);
+        if (mask_shared) {{
+            for (var e = lid; e < {BK}u; e = e + {T}u) {{
+                var x = 0.0;
+                if (j0 + e < lk) {{
+                    x = mask[mo + (j0 + e) * info[17]];
+                }}
+                ms[e] = x;
+            }}
+        }}
+        workgroupBarrier();""")
+    P = "        "
+    for r in range(RQ):
+        L.append(P + " ".join(f"var s{reg(r, t)} = 0.0;" for t in range(KT)))
+    for i4 in range(DP // 4):
+        for r in range(RQ):
+            L.append(f"{P}let q{r} = qs[(n + {NG * r}u) * {KS // 4}u + {i4}u];" if i4 == 0 else
+                     f"{P}let q{reg(r, i4)} = qs[(n + {NG * r}u) * {KS // 4}u + {i4}u];")
+        for t in range(KT):
+            L.append(f"{P}let k{reg(t, i4)} = ks[(c + {G * t}u) * {KS // 4}u + {i4}u];")
+            for r in range(RQ):
+                qv = f"q{r}" if i4 == 0 else f"q{reg(r, i4)}"
+                sv = f"s{reg(r, t)}"
+                for comp in "xyzw":
+                    L.append(f"{P}{sv} = fma({qv}.{comp}, k{reg(t, i4)}.{comp}, {sv});")
+    # scale, mask, keys past the end; each lane's row maxima go to `red`
+    for r in range(RQ):
+        L.append(f"{P}var top{r} = neg_inf;")
+        for t in range(KT):
+            sv = f"s{reg(r, t)}"
+            L.append(f"""{P}{{
+{P}    let j = j0 + c + {G * t}u;
+{P}    var sc = {sv} * scale;
+{P}    if (mask_shared) {{
+{P}        sc = sc + ms[c + {G * t}u];
+{P}    }} else if (has_mask && row{r} < lq && j < lk) {{
+{P}        sc = sc + mask[mrow{r} + j * info[17]];
+{P}    }}
+{P}    {sv} = select(neg_inf, sc, j < lk);
+{P}    top{r} = max(top{r}, {sv});
+{P}}}""")
+        L.append(f"{P}red[{r * T}u + lid] = top{r};")
+    L.append(P + "workgroupBarrier();")
+    for r in range(RQ):
+        base = f"{r * T}u + n * {G}u"
+        L.append(f"{P}var mx{r} = red[{base}];")
+        for j in range(1, G):
+            L.append(f"{P}mx{r} = max(mx{r}, red[{base} + {j}u]);")
+        L.append(f"{P}let mn{r} = max(m{r}, mx{r});")
+        L.append(f"{P}let alpha{r} = select(exp(m{r} - mn{r}), 1.0, mn{r} == neg_inf);")
+        L.append(f"{P}var sum{r} = 0.0;")
+        for t in range(KT):
+            L.append(f"{P}{{ let p = select(exp(s{reg(r, t)} - mn{r}), 0.0, mn{r} == neg_inf); "
+                     f"sum{r} = sum{r} + p; "
+                     f"ps[((n + {NG * r}u) * {PS}u + c + {G * t}u) / 4u][(c + {G * t}u) % 4u] = p; }}")
+        L.append(f"{P}l{r} = l{r} * alpha{r} + sum{r};")
+        for x in range(DVL // 4):
+            L.append(f"{P}o{reg(r, x)} = o{reg(r, x)} * alpha{r};")
+        L.append(f"{P}m{r} = mn{r};")
+    L.append(P + "workgroupBarrier();")
+    L.append(f"{P}for (var j = 0u; j < {BK}u; j = j + 4u) {{")
+    Q = P + "    "
+    for r in range(RQ):
+        L.append(f"{Q}let p{r} = ps[((n + {NG * r}u) * {PS}u + j) / 4u];")
+    for tt in range(4):
+        for x in range(DVL // 4):
+            L.append(f"{Q}let v{reg(tt, x)} = vs[((j + {tt}u) * {DVP}u + c * {DVL}u) / 4u + {x}u];")
+            for r in range(RQ):
+                o = f"o{reg(r, x)}"
+                L.append(f"{Q}{o} = fma(vec4<f32>(p{r}.{'xyzw'[tt]}), v{reg(tt, x)}, {o});")
+    L.append(P + "}")
+    L.append("    }")
+    # each lane's row sums meet in `red` too
+    L.append("    workgroupBarrier();")
+    for r in range(RQ):
+        L.append(f"    red[{r * T}u + lid] = l{r};")
+    L.append("    workgroupBarrier();")
+    for r in range(RQ):
+        base = f"{r * T}u + n * {G}u"
+        terms = " + ".join(f"red[{base} + {j}u]" for j in range(G))
+        L.append(f"    let lt{r} = {terms};")
+        L.append(f"    let inv{r} = select(0.0, 1.0 / lt{r}, lt{r} > 0.0);")
+        L.append(f"    if (row{r} < lq) {{")
+        L.append(f"        let dst = oo + row{r} * info[19] + c * {DVL}u;")
+        for x in range(DVL // 4):
+            for comp in range(4):
+                col = 4 * x + comp
+                L.append(f"        if (c * {DVL}u + {col}u < {dv}u) {{ out[dst + {col}u] = "
+                         f"o{reg(r, x)}.{'xyzw'[comp]} * inv{r}; }}")
+        L.append("    }")
+    L.append("}\n")
+    return "\n".join(L)
+
+
+@functools.lru_cache(maxsize=64)
+def attention_source(d: int, dv: int, threads: int, rows: int, bk: int,
+                     vec: bool) -> TextKernelSource:
+    """`attention_kernel` as a kernel source (memoized); entry `attention_fused`."""
+    return TextKernelSource("attention", "wgsl",
+                            attention_kernel(d, dv, threads, rows, bk, vec),
+                            entry="attention_fused", cube_dim=CubeDim(threads))
+
+
+__all__ = ["ATTENTION_LANES", "MatmulConfig", "attention_kernel", "attention_source",
+           "matmul_kernel", "matmul_source"]

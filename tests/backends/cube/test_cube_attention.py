@@ -1,23 +1,40 @@
-"""The cuda backend's one-kernel attention (kernels/attention.cu) against numpy and against
-the three-launch path it replaces: head widths up to ATTENTION_MAX_D, key counts off the tile
-size, strided (permuted) heads, broadcast and full masks, rows that see no key, and the
-fallback for wider heads. Runs on the GPU machine."""
+"""The Cube backends' one-kernel attention (kernels/attention.cu on cuda, generated WGSL on
+wgpu) against numpy and against the three-launch path it replaces: head widths up to
+ATTENTION_MAX_D, key counts off the tile size, other blockings, strided (permuted) heads,
+broadcast and full masks, rows that see no key, and the fallback for wider heads. wgpu runs
+in CI (lavapipe); cuda on the GPU machine."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
 import lazyt
-from cuda_device import DEV, requires_cuda
+from lazyt.errors import DeviceError
 from lazyt.interop import base_value
 
 
-pytestmark = requires_cuda
+def _device(name: str):
+    try:
+        dev = lazyt.device(name)
+        dev.backend  # noqa: B018
+        return dev
+    except DeviceError:
+        return None
+
+
+DEVICES = {name: _device(name) for name in ("cuda", "wgpu")}
+
+
+@pytest.fixture(params=[pytest.param(name, marks=pytest.mark.skipif(
+    DEVICES[name] is None, reason=f"no {name} device here (cuda runs on the GPU machine, wgpu "
+                                  f"wherever a Vulkan driver is)")) for name in DEVICES])
+def dev(request):
+    return DEVICES[request.param]
 
 
 @pytest.fixture
-def backend():
-    return DEV.base_backend
+def backend(dev):
+    return dev.base_backend
 
 
 @pytest.fixture
@@ -69,7 +86,10 @@ def test_fused_attention_matches_numpy(backend, entries, lead, lq, lk, d, dv):
         got = _run(backend, q, k, v, m, 1 / np.sqrt(d))
         np.testing.assert_allclose(got, reference(q, k, v, m, 1 / np.sqrt(d)), rtol=2e-5,
                                    atol=2e-5)
-    assert entries.count("attention_fused") == 2 and "attention_rows" not in entries
+    if backend._attention_bk(d, dv) is None:   # the block's rows overflow shared memory
+        assert "attention_fused" not in entries
+    else:
+        assert entries.count("attention_fused") == 2 and "attention_rows" not in entries
 
 
 @pytest.mark.parametrize("threads,rows,bk", [(32, 1, 8), (64, 2, 32), (256, 3, 64),
@@ -90,11 +110,26 @@ def test_every_kernel_shape_matches_numpy(backend, entries, monkeypatch, threads
 
 def test_the_tile_shrinks_to_fit_shared_memory_or_the_heads_go_elsewhere(backend, entries,
                                                                       monkeypatch):
-    from lazyt.backends.cuda.backend import _attention_tile
-    assert _attention_tile(32, 32, 128, 4, 64, 48 * 1024) == 64     # MiniLM's heads
-    assert _attention_tile(64, 64, 128, 4, 64, 48 * 1024) == 32
-    assert _attention_tile(512, 512, 128, 4, 64, 48 * 1024) is None
+    from lazyt.backends.cube.backend import attention_tile
+    assert attention_tile(32, 32, 128, 4, 64, 48 * 1024) == 64     # MiniLM's heads
+    assert attention_tile(64, 64, 128, 4, 64, 48 * 1024) == 32
+    assert attention_tile(512, 512, 128, 4, 64, 48 * 1024) is None
+    # one float per lane and row where lanes meet in shared memory (wgpu); lavapipe's 32 KiB
+    assert attention_tile(32, 32, 128, 4, 64, 48 * 1024, 1) == 64
+    assert attention_tile(32, 32, 128, 4, 64, 32 * 1024, 1) == 32
+    assert backend._attention_bk(32, 32) == attention_tile(
+        32, 32, 128, 4, 64, min(48 * 1024, getattr(backend.client.limits, "max_workgroup_storage",
+                                                    48 * 1024)), backend.ATTENTION_LANE_SCRATCH)
+    rng = np.random.default_rng(9)
+    monkeypatch.setattr(backend, "ATTENTION_SMEM", 20 * 1024)     # 8 or 16 keys a tile
+    assert backend._attention_bk(32, 32) in (8, 16)
+    q, k, v = (rng.standard_normal((2, 3, 70, 32), dtype=np.float32) for _ in range(3))
+    np.testing.assert_allclose(_run(backend, q, k, v, None, 0.2), reference(q, k, v, None, 0.2),
+                               rtol=2e-5, atol=2e-5)
+    assert entries[0] == "attention_fused" and "attention_rows" not in entries  # (then the
+    monkeypatch.setattr(backend, "ATTENTION_SMEM", 48 * 1024)                  # read's copy)
     monkeypatch.setattr(backend, "ATTENTION_MAX_D", 1024)
+    entries.clear()
     rng = np.random.default_rng(9)
     q, k, v = (rng.standard_normal((2, 9, 512), dtype=np.float32) for _ in range(3))
     np.testing.assert_allclose(_run(backend, q, k, v, None, 0.05), reference(q, k, v, None, 0.05),
@@ -147,12 +182,14 @@ def test_heads_sliced_from_one_buffer_and_masks_of_lower_rank(backend, entries):
         np.testing.assert_allclose(got, reference(*want_heads, mask, 0.3), rtol=2e-5, atol=2e-5)
 
 
-def test_heads_off_16_byte_boundaries_are_read_a_float_at_a_time(backend, entries,
+def test_heads_off_16_byte_boundaries_are_read_a_float_at_a_time(dev, backend, entries,
                                                                  monkeypatch):
-    """Heads in memory imported from torch that starts on and off 16-byte boundaries, with
+    """cuda: heads in memory imported from torch that starts on and off 16-byte boundaries, with
     replay on: the kernel reads whole float4s only where every row starts on a boundary,
     and a launch recorded on aligned memory is not replayed on memory that is not (the
     layouts are the same; a misaligned vector load would fault)."""
+    if backend.name != "cuda":
+        pytest.skip("imports memory from torch's CUDA tensors")
     torch = pytest.importorskip("torch")
     if not torch.cuda.is_available():
         pytest.skip("torch has no CUDA here")
@@ -173,7 +210,7 @@ def test_heads_off_16_byte_boundaries_are_read_a_float_at_a_time(backend, entrie
         flat = rng.standard_normal(3 * n + 3, dtype=np.float32)
         whole = torch.from_numpy(flat).cuda()
         heads = [base_value(lazyt.from_dlpack(
-            whole[shift + i * n:shift + (i + 1) * n].reshape(b, h, t, d), device=DEV))
+            whole[shift + i * n:shift + (i + 1) * n].reshape(b, h, t, d), device=dev))
             for i in range(3)]
         assert all(x.offset == 0 for x in heads)
         assert all((x.handle.ptr % 16 == 0) == (shift == 0) for x in heads)
@@ -187,10 +224,14 @@ def test_heads_off_16_byte_boundaries_are_read_a_float_at_a_time(backend, entrie
     assert vec == ["true", "false", "false"]
 
 
-def test_a_grid_split_over_y_reaches_every_batch_entry(backend, entries):
+def test_a_grid_split_over_y_reaches_every_batch_entry(backend, entries, monkeypatch):
     """70001 batch entries: more blocks than one grid dimension holds, so the block index is
     recovered from a grid split over x and y (the one block past the work returns; what it
-    would compute, entry 0 again, could not show here)."""
+    would compute, entry 0 again, could not show here). Blocks of one warp keep it quick on
+    a software device."""
+    monkeypatch.setattr(backend, "ATTENTION_THREADS", 32)
+    monkeypatch.setattr(backend, "ATTENTION_ROWS", 1)
+    monkeypatch.setattr(backend, "ATTENTION_BK", 8)
     rng = np.random.default_rng(6)
     q = rng.standard_normal((70001, 3, 4), dtype=np.float32)
     k = rng.standard_normal((70001, 5, 4), dtype=np.float32)
@@ -232,20 +273,22 @@ def test_wider_heads_and_float64_take_the_other_paths(backend, entries):
     np.testing.assert_allclose(_run(backend, q, k, v, None, 0.1), reference(q, k, v, None, 0.1),
                                rtol=2e-5, atol=2e-5)
     assert "attention_fused" not in entries and "attention_rows" in entries
+    if backend.name == "wgpu":
+        return                   # no float64 there
     q64, k64, v64 = (x[..., :8].astype(np.float64) for x in (q, k, v))
     np.testing.assert_allclose(_run(backend, q64, k64, v64, None, 0.1),
                                reference(q64, k64, v64, None, 0.1), rtol=1e-12, atol=1e-12)
     assert entries.count("attention_fused") == 0
 
 
-def test_sdpa_through_the_front_end_with_bool_and_causal_masks(entries):
+def test_sdpa_through_the_front_end_with_bool_and_causal_masks(dev, entries):
     rng = np.random.default_rng(5)
     q, k, v = (rng.standard_normal((2, 3, 20, 16), dtype=np.float32) for _ in range(3))
     keep = rng.random((2, 1, 20, 20)) < 0.7
     keep[..., 0] = True
-    tq, tk, tv = (lazyt.tensor(x, device=DEV) for x in (q, k, v))
+    tq, tk, tv = (lazyt.tensor(x, device=dev) for x in (q, k, v))
     got = lazyt.scaled_dot_product_attention(
-        tq, tk, tv, lazyt.tensor(keep, device=DEV)).numpy()
+        tq, tk, tv, lazyt.tensor(keep, device=dev)).numpy()
     want = reference(q, k, v, np.where(keep, 0.0, -np.inf), 0.25)
     np.testing.assert_allclose(got, want, rtol=2e-5, atol=2e-5)
     causal = lazyt.scaled_dot_product_attention(tq, tk, tv, is_causal=True)
