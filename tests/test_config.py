@@ -1,4 +1,5 @@
 """`lazyt.config`: every LAZYT_* switch is declared once, read at use, and documented."""
+import os
 import re
 from pathlib import Path
 
@@ -46,6 +47,29 @@ def test_read_at_use(monkeypatch):
     assert 1 <= config.num_threads() <= 8
     monkeypatch.setenv("LAZYT_WGPU_POOL_MB", "16")
     assert config.wgpu_pool_bytes() == 16 << 20
+
+
+def test_every_way_of_setting_the_environment_is_seen_at_the_next_read(monkeypatch):
+    """The readers look the switch up in os.environ's own table: assignments, deletions,
+    `update` and values with surrounding blanks all show at the next read, and a name that
+    is no switch is refused."""
+    monkeypatch.delenv("LAZYT_COMPILE", raising=False)
+    assert config.compile_enabled()
+    os.environ["LAZYT_COMPILE"] = "0"
+    try:
+        assert not config.compile_enabled()
+        os.environ.update({"LAZYT_COMPILE": " on "})
+        assert config.compile_enabled()
+        os.environ["LAZYT_COMPILE"] = "  "          # blank: the default
+        assert config.compile_enabled()
+        os.environ["LAZYT_COMPILE"] = "maybe"
+        with pytest.raises(config.ConfigError, match="LAZYT_COMPILE='maybe'"):
+            config.compile_enabled()
+    finally:
+        del os.environ["LAZYT_COMPILE"]
+    assert config.compile_enabled()
+    with pytest.raises(KeyError, match="LAZYT_NOT_A_SWITCH is not a lazyt switch"):
+        config._raw("LAZYT_NOT_A_SWITCH")
 
 
 def test_default_device_follows_the_variable(monkeypatch):

@@ -279,12 +279,12 @@ var<workgroup> red: array<f32, {RQ * T}>;
 """]
     # staging: rows [r0, r0 + R) of a strided matrix (C columns, a multiple of 4) into rows of
     # W floats of a workgroup array, zeros past n_rows rows and n_cols columns
-    for name, dst, C, W, R in (("q", "qs", DP, KS, BQ), ("k", "ks", DP, KS, BK),
-                               ("v", "vs", DVP, DVP, BK)):
+    for name, dst, C, W, NR in (("q", "qs", DP, KS, BQ), ("k", "ks", DP, KS, BK),
+                                ("v", "vs", DVP, DVP, BK)):
         L.append(f"fn stage_{name}(lid: u32, off: u32, rs: u32, cs: u32, r0: u32, n_rows: u32,"
                  f" n_cols: u32) {{")
         if vec:
-            L.append(f"""    for (var e = lid; e < {R * C // 4}u; e = e + {T}u) {{
+            L.append(f"""    for (var e = lid; e < {NR * C // 4}u; e = e + {T}u) {{
         let r = e / {C // 4}u;
         let i = (e % {C // 4}u) * 4u;
         var x = vec4<f32>(0.0);
@@ -294,7 +294,7 @@ var<workgroup> red: array<f32, {RQ * T}>;
         {dst}[(r * {W}u + i) / 4u] = x;
     }}""")
         else:
-            L.append(f"""    for (var e = lid; e < {R * C}u; e = e + {T}u) {{
+            L.append(f"""    for (var e = lid; e < {NR * C}u; e = e + {T}u) {{
         let r = e / {C}u;
         let i = e % {C}u;
         var x = 0.0;
