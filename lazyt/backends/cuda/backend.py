@@ -308,7 +308,7 @@ class CudaBackend(CubeBackend):
     #: process): 128 threads / 4 rows / 64 keys took 38-41 µs; 256 / 2 / 64 46; 128 / 2 / 64
     #: 45; 128 / 8 / 32 61 (it spills); 64 / 4 / 64 64; capping registers for a fifth block
     #: a multiprocessor 47. The previous kernel (a query row per thread) took 44 µs, the
-    #: three launches 69 µs and torch's SDPA 57 µs. At 64 columns (BERT-base's b32 s128
+    #: three launches 58 µs and torch's SDPA 57 µs. At 64 columns (BERT-base's b32 s128
     #: heads) the three launches were the faster: 81 µs against 97 µs, so ATTENTION_MAX_D
     #: stays 32.
 
