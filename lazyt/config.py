@@ -87,31 +87,31 @@ SWITCHES = (
 _BY_NAME = {s.name: s for s in SWITCHES}
 
 
-#: `os.environ`'s own table and each switch's key in it, where the platform's `os` keeps one
-#: (CPython's `_Environ`): a lookup there costs about 60 ns, `os.environ.get` about 2 µs (its
-#: mapping layers encode the key and decode the value), and a compiled call reads a switch
-#: every time. The table is the one `os.environ[...] = ...` and `del` update.
-_ENV = getattr(os.environ, "_data", None)
-_ENV_KEYS = {}
-if _ENV is not None:
-    try:
-        _ENV_KEYS = {s.name: os.environ.encodekey(s.name) for s in SWITCHES}
-    except (AttributeError, TypeError):
-        _ENV = None
+#: Each switch's key in `os.environ`'s own table, where the platform's `os` keeps one
+#: (CPython's `_Environ._data`): a lookup there costs about 60 ns, `os.environ.get` about
+#: 2 µs (its mapping layers encode the key and decode the value), and a compiled call reads
+#: a switch every time. The table is the one `os.environ[...] = ...`, `update` and `del`
+#: change; it is looked up on `os.environ` at each read, so a replaced `os.environ` is read.
+try:
+    _ENV_KEYS = {s.name: os.environ.encodekey(s.name) for s in SWITCHES}
+except (AttributeError, TypeError):
+    _ENV_KEYS = {}
 
 
 def _raw(name: str) -> str | None:
     """The variable's text, or None when unset or empty."""
+    env = os.environ
     key = _ENV_KEYS.get(name)
-    if key is not None:
-        value = _ENV.get(key)
+    table = getattr(env, "_data", None) if key is not None else None
+    if table is not None:
+        value = table.get(key)
         if value is None:
             return None
-        value = os.environ.decodevalue(value)
+        value = env.decodevalue(value)
     elif name not in _BY_NAME:  # a typo here would read a variable nobody documents
         raise KeyError(f"{name} is not a lazyt switch; add it to lazyt.config.SWITCHES")
     else:
-        value = os.environ.get(name)
+        value = env.get(name)
     return value.strip() if value and value.strip() else None
 
 
