@@ -87,6 +87,7 @@ def attention_tile(d: int, dv: int, threads: int, rows: int, bk: int, limit: int
     dp = -(-d // 4) * 4
     dvp = -(-dv // 32) * 32
     ks = dp + 4 if (dp // 4) % 2 == 0 else dp
+    bk = max(8, bk // 8 * 8)            # the 8 lanes of a group share a tile's keys
     while True:
         ps = bk + 4 if (bk // 4) % 2 == 0 else bk
         floats = bq * ks + bk * ks + bk * dvp + bq * ps + bk + lane_scratch * threads * rows
@@ -94,7 +95,7 @@ def attention_tile(d: int, dv: int, threads: int, rows: int, bk: int, limit: int
             return bk
         if bk <= 8:
             return None
-        bk //= 2
+        bk = max(8, bk // 16 * 8)
 
 
 def _last_index(t: CubeTensor) -> int:
@@ -733,7 +734,8 @@ class CubeBackend(Backend):
                    for t in (q, k, v) + (() if mask is None else (mask,)))
 
     @_replay.replayable(extra=lambda self: (self.ATTENTION_THREADS, self.ATTENTION_ROWS,
-                                            self.ATTENTION_BK, self._attention_smem()))
+                                            self.ATTENTION_BK, self._attention_smem(),
+                                            self.ATTENTION_LANE_SCRATCH))
     def _fused_attention(self, q, k, v, mask, scale: float) -> CubeTensor:
         lead = q.shape[:-2]
         lq, d = q.shape[-2:]

@@ -117,6 +117,10 @@ def test_the_tile_shrinks_to_fit_shared_memory_or_the_heads_go_elsewhere(backend
     # one float per lane and row where lanes meet in shared memory (wgpu); lavapipe's 32 KiB
     assert attention_tile(32, 32, 128, 4, 64, 48 * 1024, 1) == 64
     assert attention_tile(32, 32, 128, 4, 64, 32 * 1024, 1) == 32
+    # tiles stay whole multiples of the 8 lanes that share them
+    assert attention_tile(32, 32, 128, 4, 48, 24 * 1024) == 24
+    assert attention_tile(32, 32, 128, 4, 48, 20 * 1024) == 8
+    assert attention_tile(32, 32, 128, 4, 12, 48 * 1024) == 8
     assert backend._attention_bk(32, 32) == attention_tile(
         32, 32, 128, 4, 64, min(48 * 1024, getattr(backend.client.limits, "max_workgroup_storage",
                                                     48 * 1024)), backend.ATTENTION_LANE_SCRATCH)
