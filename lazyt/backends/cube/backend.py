@@ -10,6 +10,7 @@ whole family with `Cube`.
 """
 from __future__ import annotations
 
+import functools
 import math
 import struct
 from pathlib import Path
@@ -77,19 +78,28 @@ def _holds(wide: DType, narrow: DType) -> bool:
     return a.min <= b.min and b.max <= a.max
 
 
+def attention_layout(d: int, dv: int, threads: int, rows: int, bk: int) -> tuple:
+    """The fused attention kernel's shared-memory layout, as the kernels declare it (CUDA's
+    kernels/attention.cu, wgpu's `codegen.attention_kernel`): (query rows a block, q/k
+    columns padded to float4s, v columns padded to whole float4s for each of the 8 lanes,
+    the row strides of q/k and of the probabilities). Rows are 4 * an odd number of floats
+    apart, so the float4s that lanes of consecutive rows read at once fall in distinct
+    banks."""
+    dp = -(-d // 4) * 4
+    return (threads // 8 * rows, dp, -(-dv // 32) * 32,
+            dp + 4 if (dp // 4) % 2 == 0 else dp, bk + 4 if (bk // 4) % 2 == 0 else bk)
+
+
+@functools.lru_cache(maxsize=256)
 def attention_tile(d: int, dv: int, threads: int, rows: int, bk: int, limit: int,
                    lane_scratch: int = 0) -> int | None:
     """The keys per tile of the fused attention kernel: `bk`, halved (down to 8) while the
     block's shared memory (its query rows, a tile of k, v and probabilities, the mask row,
     `lane_scratch` floats per lane and row) would pass `limit` bytes; None when even 8 keys
-    do not fit. Mirrors the kernels' padding (rows of 4 * an odd number of floats)."""
-    bq = threads // 8 * rows
-    dp = -(-d // 4) * 4
-    dvp = -(-dv // 32) * 32
-    ks = dp + 4 if (dp // 4) % 2 == 0 else dp
+    do not fit."""
     bk = max(8, bk // 8 * 8)            # the 8 lanes of a group share a tile's keys
     while True:
-        ps = bk + 4 if (bk // 4) % 2 == 0 else bk
+        bq, _, dvp, ks, ps = attention_layout(d, dv, threads, rows, bk)
         floats = bq * ks + bk * ks + bk * dvp + bq * ps + bk + lane_scratch * threads * rows
         if 4 * floats <= limit:
             return bk

@@ -14,6 +14,7 @@ import functools
 from dataclasses import dataclass
 
 from ...dtype import DType
+from ..cube.backend import attention_layout
 from ..cube.renderer import KernelType
 from ..cube.source import CubeDim, TextKernelSource
 from .renderer import WGSL as R
@@ -253,13 +254,9 @@ def attention_kernel(d: int, dv: int, threads: int, rows: int, bk: int, vec: boo
     G = ATTENTION_LANES
     T, RQ, BK = threads, rows, bk
     NG = T // G
-    BQ = NG * RQ
     KT = BK // G
-    DP = -(-d // 4) * 4
-    DVP = -(-dv // (4 * G)) * (4 * G)
+    BQ, DP, DVP, KS, PS = attention_layout(d, dv, T, RQ, BK)
     DVL = DVP // G
-    KS = DP + 4 if (DP // 4) % 2 == 0 else DP
-    PS = BK + 4 if (BK // 4) % 2 == 0 else BK
     if T % 32 or BK % G or BK % 4 or RQ < 1:
         raise ValueError(f"attention_kernel: threads {T}, rows {RQ}, keys {BK}")
     src_ty = "vec4<f32>" if vec else "f32"
