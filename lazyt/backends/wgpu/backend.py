@@ -52,7 +52,10 @@ class WgpuBackend(CubeBackend):
             # idle or make short K loops. BERT's linears (4096 x 384 x 384, x 1536 and
             # 1536 x 384) on an H200: 49, 179 and 185 us with 64x64x16 tiles, against 70, 232
             # and 255 us with 128x128x8 (and 71, 195, 265 with 128x64x8).
-            self.matmul_config_small = cg.MatmulConfig(bm=64, bn=64, bk=16, tm=8, tn=4)
+            # (pad=4: 49.6, 127.5, 166.7 and 176.2 us against 52.5, 137.2, 179.8 and 185.5
+            # for x 384, x 1152, x 1536 and 1536 x 384, rounds interleaved; cuBLAS 35.7, 99.5,
+            # 121.3, 128.5)
+            self.matmul_config_small = cg.MatmulConfig(bm=64, bn=64, bk=16, tm=8, tn=4, pad=4)
             # attention's probabilities @ v (N = head size 32): 23 us instead of 39
             self.matmul_config_narrow = cg.MatmulConfig(bm=64, bn=32, bk=16, tm=4, tn=4)
 

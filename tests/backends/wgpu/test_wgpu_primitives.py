@@ -247,7 +247,7 @@ def test_matmul_small_grid_config(backend, up, down, close, rng, monkeypatch, ve
     monkeypatch.setattr(backend, "matmul_config",
                         cg.MatmulConfig(bm=128, bn=128, bk=8, tm=8, tn=8, prefetch=False))
     monkeypatch.setattr(backend, "matmul_config_small",
-                        cg.MatmulConfig(bm=64, bn=64, bk=16, tm=8, tn=4))
+                        cg.MatmulConfig(bm=64, bn=64, bk=16, tm=8, tn=4, pad=4))
     monkeypatch.setattr(backend, "matmul_config_narrow",
                         cg.MatmulConfig(bm=64, bn=32, bk=16, tm=4, tn=4))
     for n in (8, 30, 32):  # outputs of at most 32 columns: the narrow tiles
@@ -265,18 +265,21 @@ def test_matmul_small_grid_config(backend, up, down, close, rng, monkeypatch, ve
 
 
 @pytest.mark.parametrize("cfg", [(32, 32, 8, 4, 4), (128, 64, 8, 8, 4), (64, 64, 16, 4, 4),
-                                 (128, 128, 8, 8, 8)], ids=str)
+                                 (128, 128, 8, 8, 8), (64, 64, 16, 8, 4, 4), (32, 32, 8, 4, 4, 8)],
+                         ids=str)
 @pytest.mark.parametrize("dtype", [F32, F16], ids=str)
 def test_matmul_rhs_contiguous_along_k(backend, up, down, close, rng, monkeypatch, cfg, dtype):
     """x @ W^T with W [N, K] (nn.Linear's weight): rhs loads run along K (vec4). Partial
     tiles, batch dims, offsets and the scalar fallback (K or the row stride not a multiple
-    of 4) all give numpy's result."""
+    of 4) all give numpy's result, with the workgroup tiles' rows padded (a sixth number) or
+    not."""
     from lazyt.backends.wgpu import codegen as cg
     if dtype == F16 and not backend.client.has_f16:
         pytest.skip("the adapter has no shader-f16")
-    bm, bn, bk, tm, tn = cfg
+    bm, bn, bk, tm, tn, pad = cfg + (0,) * (6 - len(cfg))
     for name in ("matmul_config", "matmul_config_small"):
-        monkeypatch.setattr(backend, name, cg.MatmulConfig(bm=bm, bn=bn, bk=bk, tm=tm, tn=tn))
+        monkeypatch.setattr(backend, name, cg.MatmulConfig(bm=bm, bn=bn, bk=bk, tm=tm, tn=tn,
+                                                           pad=pad))
     tol = dict(rtol=1e-2, atol=5e-2) if dtype == F16 else dict(rtol=1e-4, atol=1e-4)
     for (m, k, n) in [(37, 40, 20), (130, 64, 68), (5, 12, 4), (3, 10, 8)]:
         a = sample(rng, (2, m, k), dtype)

@@ -22,6 +22,7 @@ from lazyt.backends.cube.renderer import Renderer
 from lazyt.backends.fused import FusedBlock, FusedInstr, Ref
 from lazyt.backends.wgpu import codegen as cg
 from lazyt.backends.wgpu.renderer import WGSL, WgslRenderer
+from lazyt.errors import InvalidArgumentError
 from lazyt.ops import BinaryOp, ReduceOp, UnaryOp
 
 GOLDEN = Path(__file__).with_name("wgsl_golden.json")
@@ -29,7 +30,8 @@ DTYPES = (dt.float32, dt.float16, dt.int32, dt.int64, dt.bool_)
 IN, SC, V = (lambda i: Ref("in", i)), (lambda i: Ref("sc", i)), (lambda i: Ref("v", i))
 MATMUL_CONFIGS = (cg.MatmulConfig(), cg.MatmulConfig(bm=128, bn=128, bk=8, tm=8, tn=8,
                                                      prefetch=False),
-                  cg.MatmulConfig(bm=64, bn=32, bk=16, tm=4, tn=4))
+                  cg.MatmulConfig(bm=64, bn=32, bk=16, tm=4, tn=4),
+                  cg.MatmulConfig(bm=64, bn=64, bk=16, tm=8, tn=4, pad=4))
 
 
 def blocks():
@@ -103,6 +105,22 @@ def rendered() -> dict[str, str]:
 
 def digest(text: str) -> str:
     return hashlib.sha256(" ".join(text.split()).encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("pad", [-4, 2, 6])
+def test_a_matmul_tile_pad_must_keep_vec4_rows(pad):
+    with pytest.raises(InvalidArgumentError, match="pad"):
+        cg.MatmulConfig(pad=pad)
+
+
+def test_a_padded_tile_lengthens_each_k_row():
+    """pad=4: the workgroup tiles hold bk rows of bm + 4 (bn + 4) floats; a k row's reads
+    start at a multiple of that stride."""
+    text = cg.matmul_source(dt.float32, cg.MatmulConfig(bm=64, bn=64, bk=16, tm=8, tn=4,
+                                                        pad=4), True, False, True).text
+    assert f"var<workgroup> As: array<vec4<f32>, {16 * 68 // 4}>" in text
+    assert f"var<workgroup> Bs: array<vec4<f32>, {16 * 68 // 4}>" in text
+    assert f"As[({15 * 68}u + ty * 8u) / 4u + 1u]" in text
 
 
 def test_renders_the_same_wgsl_as_the_generator_it_replaced():
