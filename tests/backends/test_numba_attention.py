@@ -2,7 +2,9 @@
 (`jitrows.scale_mask_shift_rows`: scale, mask, row maximum and shift; `normalize_rows`: the
 row sum in numpy's order and the division) give the same bits as the numpy passes they replace
 (`LAZYT_NUMBA=0`), for every mask layout the backend takes, fully masked rows, NaN rows, and
-falls back where it does not apply. Skipped without numba (the numpy passes then run)."""
+falls back where it does not apply. Skipped without numba (the numpy passes then run). The
+one-kernel form that large pools take instead is tested in test_numba_attention_kernel.py;
+here it is switched off."""
 from __future__ import annotations
 
 import numpy as np
@@ -15,6 +17,12 @@ pytestmark = pytest.mark.skipif(not jit.available(), reason="numba is not instal
                                 "(pip install -e '.[cpu]'); the numpy fallback runs instead")
 
 BASE = lazyt.device("cpu", autodiff=False).base_backend
+
+
+@pytest.fixture(autouse=True)
+def _numpy_form(monkeypatch):
+    from lazyt.backends.numpy import backend
+    monkeypatch.setattr(backend, "ATTENTION_KERNEL_MIN_THREADS", 1 << 30)
 B, H, T, D = 3, 4, 130, 16   # 130 keys: rows that are not a multiple of the 8 running maxima
 
 

@@ -41,7 +41,7 @@ GRAIN = 1 << 18
 _lock = threading.RLock()
 _state: dict = {"numba": None, "tried": False}
 _kernels: dict = {}   # source hash -> numba dispatcher
-STATS = {"compiled": 0, "loaded": 0, "compile_s": 0.0, "runs": 0}
+STATS = {"compiled": 0, "loaded": 0, "compile_s": 0.0, "runs": 0, "attention_kernel_runs": 0}
 
 _CTYPE = {"float32": "np.float32", "float64": "np.float64", "uint8": "np.uint8",
           "int8": "np.int8", "int16": "np.int16", "int32": "np.int32", "int64": "np.int64",
@@ -416,6 +416,27 @@ def rows_for(x: np.ndarray):
                 module = _state["rows"] = jitrows
                 STATS["compile_s"] += time.perf_counter() - t0
     return module
+
+
+def attention_for(q: np.ndarray):
+    """The one-kernel attention (`jitattn.attention_heads`) when `q` should use it: float32,
+    at least `LAZYT_NUMBA_MIN` elements, numba and SciPy installed (numba's BLAS calls go
+    through SciPy); else None."""
+    if q.dtype != np.float32 or q.size < config.numba_min() or not available():
+        return None
+    kernel = _state.get("attention", False)
+    if kernel is False:
+        with _lock:
+            kernel = _state.get("attention", False)
+            if kernel is False:
+                t0 = time.perf_counter()
+                if importlib.util.find_spec("scipy") is None:
+                    kernel = None
+                else:
+                    from .jitattn import attention_heads as kernel
+                _state["attention"] = kernel
+                STATS["compile_s"] += time.perf_counter() - t0
+    return kernel
 
 
 def rows_wanted(shape: tuple, dtype, dim: int) -> bool:
