@@ -12,6 +12,7 @@ import pytest
 
 import lazyt
 from lazyt.backends.numpy import backend, jit
+from test_numba_attention import B, H, T, D, _masks  # the same mask layouts
 
 pytestmark = pytest.mark.skipif(
     not jit.available() or importlib.util.find_spec("scipy") is None,
@@ -19,7 +20,6 @@ pytestmark = pytest.mark.skipif(
     "runs instead")
 
 BASE = lazyt.device("cpu", autodiff=False).base_backend
-B, H, T, D = 3, 4, 130, 16
 
 
 @pytest.fixture(autouse=True)
@@ -51,20 +51,6 @@ def _numpy_form(monkeypatch, *args):
     with monkeypatch.context() as m:
         m.setattr(backend, "ATTENTION_KERNEL_MIN_THREADS", 1 << 30)
         return BASE.attention(*args)
-
-
-def _masks(rng):
-    bert = np.where(rng.random((B, 1, 1, T)) < 0.2, np.float32(-3.4e38), 0).astype(np.float32)
-    inf = np.where(rng.random((B, 1, T, T)) < 0.5, -np.inf, 0).astype(np.float32)
-    inf[0, 0, 3] = -np.inf                    # one query with no key left
-    nan = np.zeros((B, 1, T, T), np.float32)
-    nan[1, 0, 5] = -np.inf
-    nan[1, 0, 5, 7] = np.nan                  # -inf everywhere but a NaN: a NaN row
-    return {"none": None, "bert": bert, "inf": inf, "nan": nan,
-            "full": rng.standard_normal((B, H, T, T)).astype(np.float32),
-            "heads": rng.standard_normal((1, H, T, T)).astype(np.float32),
-            "2d": rng.standard_normal((T, T)).astype(np.float32),
-            "strided": rng.standard_normal((B, H, T, 2 * T)).astype(np.float32)[..., ::2]}
 
 
 @pytest.mark.parametrize("name", ["none", "bert", "inf", "nan", "full", "heads", "2d",

@@ -21,6 +21,7 @@ import numpy as np
 from numba import njit
 
 from .jitmath import exp_f32, fdiv
+from .jitrows import _row_sum
 
 f32 = np.float32
 _FLAGS = dict(nogil=True, cache=True, error_model="python")
@@ -54,18 +55,11 @@ def _scale_mask_max(row, mrow, has_mask, scale, acc):
     return m
 
 
-@njit(fastmath={"reassoc", "nsz"}, **_FLAGS)
-def _sum(row):
-    s = f32(0.0)
-    for j in range(row.shape[0]):
-        s += row[j]
-    return s
-
-
 @njit(**_FLAGS)
-def _softmax_row(row, mrow, has_mask, scale, acc):
-    """row = softmax(row * scale (+ mrow)) in place; a row of -inf only (no NaN) becomes
+def _softmax_row(s, i, mrow, has_mask, scale, acc):
+    """s[i] = softmax(s[i] * scale (+ mrow)) in place; a row of -inf only (no NaN) becomes
     zeros. `acc`: scratch of eight float32s."""
+    row = s[i]
     n = row.shape[0]
     m = _scale_mask_max(row, mrow, has_mask, scale, acc)
     if m == f32(-np.inf):
@@ -86,7 +80,7 @@ def _softmax_row(row, mrow, has_mask, scale, acc):
         low = d < f32(-87.0)
         e = exp_f32(f32(-87.0) if low else d)
         row[j] = f32(0.0) if low else e
-    inv = fdiv(f32(1.0), _sum(row))
+    inv = fdiv(f32(1.0), _row_sum(s, i))
     for j in range(n):
         row[j] = row[j] * inv
 
@@ -124,7 +118,7 @@ def attention_heads(q, k, v, table, ids, has_mask, scale, rows, out, lo, hi):
             np.dot(qh[r0:r0 + m], kh.T, sb)
             for i in range(m):
                 mrow = table[ids[b, h, r0 + i]] if has_mask else empty
-                _softmax_row(sb[i], mrow, has_mask, scale, acc)
+                _softmax_row(sb, i, mrow, has_mask, scale, acc)
             np.dot(sb, vh, ob)
             for i in range(m):
                 for c in range(dv):
