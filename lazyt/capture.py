@@ -250,11 +250,23 @@ def _record_locked(name: str, fn: Callable, args: tuple, kwargs: dict, leaves: l
                                    "(fusion=False); compiled functions run on fused devices")
         arg_fts.append(_ft(t.primitive))
     capture_state.STATE.session = session
+    # A recording keeps every op it makes alive until it ends, so Python's cyclic collector
+    # finds ever more objects to walk and none to free: its full passes made recording
+    # superlinear (a 16K-op function took 2.3x the time of an 8K-op one, 0.38 of its 0.87 s
+    # in 6 full passes). It pauses for the call; cycles made meanwhile wait for the next pass
+    # after it (`_finish` collects at once where a tensor may have escaped).
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
     try:
-        out = fn(*args, **kwargs)
-    finally:   # a call that raised leaves what it recorded as plain pending work
-        capture_state.STATE.session = None
-    return _finish(session, out, arg_fts, leaves)
+        try:
+            out = fn(*args, **kwargs)
+        finally:   # a call that raised leaves what it recorded as plain pending work
+            capture_state.STATE.session = None
+        return _finish(session, out, arg_fts, leaves)
+    finally:
+        if paused:
+            gc.enable()
 
 
 class _Arg:

@@ -235,6 +235,50 @@ def test_what_cannot_be_replayed_raises(fused, body, match):
     np.testing.assert_array_equal((x * 2).numpy(), x.numpy() * 2)   # the runtime still works
 
 
+def test_recording_pauses_the_cyclic_collector_and_restores_it(fused):
+    """The collector's full passes walk every op a recording keeps alive (superlinear record
+    cost): none runs during a recording call, and its state comes back as it was, also when
+    the function raises."""
+    import gc
+    device = fused
+    x = _data(device, 1)[0]
+    passes, seen, inside = [], [], [False]
+
+    def counting(phase, info):
+        if phase == "start" and inside[0]:
+            passes.append(info["generation"])
+
+    def f(t):
+        seen.append(gc.isenabled())
+        inside[0] = True
+        for _ in range(300):
+            t = (t * 1.0001 + 0.5).relu()
+            [[] for _ in range(20)]          # gc-tracked garbage: would trigger passes
+        inside[0] = False
+        return t
+
+    c = lazyt.compile(f)
+    gc.callbacks.append(counting)
+    try:
+        c(x)
+        c(x)
+    finally:
+        gc.callbacks.remove(counting)
+    assert seen == [False, False] and passes == [] and gc.isenabled()
+    np.testing.assert_array_equal(c(x).numpy(), f(x).numpy())
+
+    bad = lazyt.compile(lambda t: (t * 2).sum().item())
+    with pytest.raises(lazyt.CaptureError):
+        bad(x)
+    assert gc.isenabled()
+    gc.disable()                             # a user's own setting is kept
+    try:
+        lazyt.compile(lambda t: t + 1)(x)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
 def test_value_dependent_control_flow_is_detected(fused):
     device = fused
     calls = [0]
