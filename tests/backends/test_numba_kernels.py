@@ -206,6 +206,38 @@ def test_a_kernel_numba_cannot_compile_runs_as_a_numpy_program(every_block, monk
     assert jit.STATS["runs"] == before
 
 
+def test_a_plan_that_ran_calls_its_kernel_once_per_piece(every_block, monkeypatch):
+    """After a block's first run for an input shape, later runs neither look the kernel up
+    again nor make the empty compiling call: one numba call per piece of work, the same
+    bits; a new input shape of the block compiles its own plan."""
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((64, 33)).astype(np.float32)
+
+    def fn(x):
+        return (x * 1.5 + 0.25).relu() - x / 3
+
+    first = fn(lazyt.tensor(a, device=CPU)).numpy()
+    looked_up = []
+    real = jit._dispatcher
+
+    def counting(source):
+        looked_up.append(source)
+        return real(source)
+
+    monkeypatch.setattr(jit, "_dispatcher", counting)
+    calls, real_pf = [], jit.parallel_for
+    monkeypatch.setattr(jit, "parallel_for", lambda work, n, *a: (calls.append(n),
+                                                                  real_pf(work, n, *a)))
+    runs = jit.STATS["runs"]
+    again = fn(lazyt.tensor(a, device=CPU)).numpy()
+    np.testing.assert_array_equal(again, first)
+    assert jit.STATS["runs"] == runs + 1 and looked_up == [] and len(calls) == 1
+    b = rng.standard_normal((8, 5)).astype(np.float32)   # another plan of the same block
+    np.testing.assert_array_equal(fn(lazyt.tensor(b, device=CPU)).numpy(),
+                                  (b * np.float32(1.5) + np.float32(0.25)).clip(0) - b / 3)
+    assert len(looked_up) == 1
+
+
 def test_small_blocks_stay_numpy_programs_by_default(monkeypatch):
     monkeypatch.delenv("LAZYT_NUMBA_MIN", raising=False)
     before = jit.STATS["runs"]

@@ -358,11 +358,16 @@ def _plan(block: FusedBlock, shapes: tuple):
 def try_run(block: FusedBlock, inputs: list, scalars: list, outs: list) -> bool:
     """Run `block` as a numba kernel into `outs` (arrays of the block's shape); False (and
     nothing written) when this block is not compiled."""
-    plan = _plan(block, tuple(np.shape(x) for x in inputs))
+    shapes = tuple(np.shape(x) for x in inputs)
+    plan = _plan(block, shapes)
     if plan is None:
         return False
     source, sizes, in_shapes = plan
-    fn = _dispatcher(source)
+    # the kernel of a plan that already ran: its argument types are the plan's (contiguous
+    # inputs of `in_shapes`, the block's dtypes), so neither the source's hash nor the
+    # compiling call below is needed again (two numba dispatches a run became one)
+    ready = block.cache.setdefault("numba_ready", {})
+    fn = ready.get(shapes)
     args = []
     for x, s in zip(inputs, in_shapes):
         # a strided input (a transposed weight gradient) is copied first: a copy and the
@@ -375,16 +380,30 @@ def try_run(block: FusedBlock, inputs: list, scalars: list, outs: list) -> bool:
     args += sizes
     items = sizes[0] if len(sizes) == 1 else int(np.prod(sizes[:-1]))
     per_item = 1 if len(sizes) == 1 else sizes[-1]
+    if fn is None:
+        fn = _compiled(block, shapes, source, args)
+        if fn is None:
+            return False
+    parallel_for(lambda lo, hi: fn(*args, lo, hi), items, max(1, GRAIN // per_item),
+                 max_threads())
+    STATS["runs"] += 1
+    return True
+
+
+def _compiled(block: FusedBlock, shapes: tuple, source: str, args: list):
+    """The kernel of `source` compiled (or loaded) for `args`' types, remembered on the block
+    for inputs of `shapes`; None (remembered too) when numba cannot type it."""
+    fn = _dispatcher(source)
     compiles = len(fn.signatures)
     t0 = time.perf_counter()
     try:  # an empty range: compiles (or loads) for these argument types, if they are new
         fn(*args, 0, 0)
     except Exception as e:  # noqa: BLE001 - a kernel numba cannot type runs as numpy
-        block.cache["numba_plans"][tuple(np.shape(x) for x in inputs)] = None
+        block.cache["numba_plans"][shapes] = None
         if config.debug_level():
             print(f"lazyt: numba could not compile a fused block ({type(e).__name__}: {e}); "
                   "it runs as a numpy program", file=sys.stderr, flush=True)
-        return False
+        return None
     if len(fn.signatures) != compiles:
         dt = time.perf_counter() - t0
         loaded = bool(fn.stats.cache_hits)
@@ -394,10 +413,8 @@ def try_run(block: FusedBlock, inputs: list, scalars: list, outs: list) -> bool:
             print(f"lazyt: compiled a numba kernel for a fused block of {len(block.instrs)} "
                   f"ops in {dt:.1f} s (kept in {config.cache_dir()}/numba for later runs)",
                   file=sys.stderr, flush=True)
-    parallel_for(lambda lo, hi: fn(*args, lo, hi), items, max(1, GRAIN // per_item),
-                 max_threads())
-    STATS["runs"] += 1
-    return True
+    block.cache.setdefault("numba_ready", {})[shapes] = fn
+    return fn
 
 
 # ------------------------------------------------------------------------------ row kernels
