@@ -36,3 +36,15 @@ from . import init  # noqa: E402
 from .interpolate import Upsample, UpsamplingBilinear2d, UpsamplingNearest2d  # noqa: E402
 
 __all__ += ["init", "Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
+
+# more of torch's modules: shape, distance, normalization and activation layers
+from .activation import (GLU, Hardshrink, LogSoftmax, Softmax, Softshrink,  # noqa: E402
+                         Tanhshrink, Threshold)
+from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
+from .linear import Flatten, Unflatten  # noqa: E402
+from .loss import HuberLoss  # noqa: E402
+from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm  # noqa: E402
+
+__all__ += ["Softmax", "LogSoftmax", "GLU", "Hardshrink", "Softshrink", "Tanhshrink",
+            "Threshold", "CosineSimilarity", "PairwiseDistance", "Flatten", "Unflatten",
+            "HuberLoss", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]

@@ -202,3 +202,88 @@ class Softmin(Module):
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
+
+
+class Softmax(Module):
+    """`softmax(x, dim)`. dim is required (torch's implicit choice for dim=None is
+    deprecated there)."""
+
+    def __init__(self, dim: int | None = None):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        if self.dim is None:
+            raise InvalidArgumentError(f"{type(self).__name__}: construct it with dim= "
+                                       f"(input of shape {x.shape}); torch's implicit dim "
+                                       "choice is deprecated")
+        return self._apply_dim(x)
+
+    def _apply_dim(self, x: Tensor) -> Tensor:
+        return F.softmax(x, dim=self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class LogSoftmax(Softmax):
+    """`log_softmax(x, dim)`."""
+
+    def _apply_dim(self, x: Tensor) -> Tensor:
+        return F.log_softmax(x, dim=self.dim)
+
+
+class GLU(Module):
+    """`a * sigmoid(b)` for the halves of x along `dim`."""
+
+    def __init__(self, dim: int = -1):
+        super().__init__()
+        self.dim = dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.glu(x, self.dim)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}"
+
+
+class Hardshrink(Module):
+    """`x` where |x| > lambd, else 0."""
+
+    def __init__(self, lambd: float = 0.5):
+        super().__init__()
+        self.lambd = lambd
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.hardshrink(x, self.lambd)
+
+    def extra_repr(self) -> str:
+        return f"{self.lambd}"
+
+
+class Softshrink(Hardshrink):
+    """`x - lambd` above lambd, `x + lambd` below -lambd, else 0."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.softshrink(x, self.lambd)
+
+
+class Tanhshrink(Module):
+    """`x - tanh(x)`."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.tanhshrink(x)
+
+
+class Threshold(_Inplace):
+    """`x` where x > threshold, else `value`."""
+
+    def __init__(self, threshold: float, value: float, inplace: bool = False):
+        super().__init__(inplace)
+        self.threshold, self.value = threshold, value
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.threshold(x, self.threshold, self.value)
+
+    def extra_repr(self) -> str:
+        return f"threshold={self.threshold}, value={self.value}" + self._inplace_str()

@@ -4,26 +4,38 @@
 from __future__ import annotations
 
 from .. import creation
-from ..errors import LazytError
+from ..errors import InvalidArgumentError
 from ..functional import where
 from ..tensor import Tensor
 from .module import Module
 
 
+def _probability(fn: str, p) -> float:
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0.0 <= p <= 1.0:
+        raise InvalidArgumentError(f"{fn}: p must be a probability in [0, 1], got {p!r}")
+    return float(p)
+
+
+def drop(x: Tensor, p: float) -> Tensor:
+    """`x` with each element zeroed with probability `p`, the rest scaled by 1 / (1 - p)."""
+    if p == 0.0:
+        return x
+    if p == 1.0:
+        return x * 0
+    keep = creation.rand(x.shape, device=x.device) >= p
+    return where(keep, x * (1.0 / (1.0 - p)), 0.0)
+
+
 class Dropout(Module):
-    def __init__(self, p: float = 0.5):
+    def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
-        if not 0.0 <= p <= 1.0:
-            raise LazytError(f"Dropout: p must be in [0, 1], got {p}")
-        self.p = p
+        self.p = _probability("Dropout", p)
+        if inplace:
+            raise InvalidArgumentError("Dropout: inplace=True is not supported; the module "
+                                       "returns a new tensor")
 
     def forward(self, x: Tensor) -> Tensor:
-        if not self.training or self.p == 0.0:
-            return x
-        if self.p == 1.0:
-            return x * 0
-        keep = creation.rand(x.shape, device=x.device) >= self.p
-        return where(keep, x * (1.0 / (1.0 - self.p)), 0.0)
+        return drop(x, self.p) if self.training else x
 
     def extra_repr(self) -> str:
         return f"p={self.p}"

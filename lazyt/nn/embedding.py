@@ -2,10 +2,42 @@
 from __future__ import annotations
 
 from .. import creation
-from ..errors import DTypeError
+from ..errors import DTypeError, IndexOutOfRangeError, ShapeError
+from ..functional import where
 from ..tensor import Tensor
 from .module import Module
 from .parameter import Parameter
+
+
+def padding_index(fn: str, padding_idx, n: int) -> int | None:
+    """`padding_idx` of a table of `n` rows as a row number (negative counts from the end)."""
+    if padding_idx is None:
+        return None
+    if isinstance(padding_idx, bool) or not isinstance(padding_idx, int) or \
+            not -n <= padding_idx < n:
+        raise IndexOutOfRangeError(f"{fn}: padding_idx {padding_idx!r} is out of bounds for "
+                                   f"{n} embeddings")
+    return padding_idx + n if padding_idx < 0 else padding_idx
+
+
+def lookup(fn: str, ids, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """`weight[ids]` with shape `ids.shape + (embedding_dim,)`; the row `padding_idx` gets no
+    gradient (as torch: the lookups of it still read its values)."""
+    if not isinstance(weight, Tensor) or weight.ndim != 2:
+        raise ShapeError(f"{fn}: weight must be a 2-D tensor [num_embeddings, embedding_dim], "
+                         f"got {getattr(weight, 'shape', type(weight).__name__)}")
+    if not isinstance(ids, Tensor):
+        ids = creation.tensor(ids, device=weight.device)
+    if ids.dtype.is_float or ids.dtype.name == "bool":
+        raise DTypeError(f"{fn}: ids must be an integer tensor, got {ids.dtype.name} "
+                         f"of shape {ids.shape}")
+    flat = ids.reshape(-1)
+    rows = weight.index_select(0, flat)
+    if padding_idx is not None and rows.requires_grad:
+        # the same values; the padding row's lookups pass no gradient back to the table
+        keep = (flat != padding_idx).unsqueeze(1)
+        rows = where(keep, rows, rows.detach())
+    return rows.reshape(*ids.shape, weight.shape[1])
 
 
 class Embedding(Module):
@@ -17,9 +49,7 @@ class Embedding(Module):
         super().__init__()
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
-        if padding_idx is not None and padding_idx < 0:
-            padding_idx += num_embeddings
-        self.padding_idx = padding_idx
+        self.padding_idx = padding_index("Embedding", padding_idx, num_embeddings)
         w = creation.randn(num_embeddings, embedding_dim, dtype=dtype, device=device)
         if padding_idx is not None:
             keep = creation.arange(num_embeddings, device=w.device) != padding_idx
@@ -27,13 +57,7 @@ class Embedding(Module):
         self.weight = Parameter(w)
 
     def forward(self, ids: Tensor) -> Tensor:
-        if not isinstance(ids, Tensor):
-            ids = creation.tensor(ids, device=self.weight.device)
-        if ids.dtype.is_float:
-            raise DTypeError(f"Embedding: ids must be an integer tensor, got {ids.dtype.name} "
-                             f"of shape {ids.shape}")
-        rows = self.weight.index_select(0, ids.reshape(-1))
-        return rows.reshape(*ids.shape, self.embedding_dim)
+        return lookup("Embedding", ids, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
         pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"

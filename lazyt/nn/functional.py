@@ -451,3 +451,138 @@ from ..reductions import normalize  # noqa: E402
 from .interpolate import interpolate, upsample  # noqa: E402
 
 __all__ += ["one_hot", "normalize", "interpolate", "upsample"]
+
+# ---------------------------------------------------------------------- layers' functional forms
+from .. import shape as sh  # noqa: E402
+from ..functional import scaled_dot_product_attention, sigmoid, tanh  # noqa: E402
+from ..reductions import _norm as _pnorm  # noqa: E402
+from .dropout import _probability, drop  # noqa: E402
+from .embedding import lookup as _lookup, padding_index as _padding_index  # noqa: E402
+from .linear import affine as _affine  # noqa: E402
+from .normalization import batch_norm, group_norm, layer_norm, rms_norm  # noqa: E402
+
+
+def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
+    """`input @ weight^T + bias`: weight [out, in], bias [out]; the input must end with `in`
+    and have the weight's dtype (as `nn.Linear`)."""
+    return _affine("linear", input, weight, bias)
+
+
+def dropout(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
+            inplace: bool = False) -> Tensor:
+    """Zeroes each element with probability `p` and scales the rest by 1 / (1 - p) when
+    `training` (torch's default is True here, unlike the module's mode); else the input."""
+    p = _probability("dropout", p)
+    _no_inplace("dropout", inplace)
+    x = _float_tensor("dropout", "input", input)
+    return drop(x, p) if training else x
+
+
+def embedding(input, weight: Tensor, padding_idx: int | None = None,  # noqa: A002
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """`weight[input]`: rows of the [num_embeddings, embedding_dim] table for integer ids;
+    the `padding_idx` row gets no gradient. `max_norm` (which renormalizes the table in
+    place), `scale_grad_by_freq` and `sparse` are not supported."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise InvalidArgumentError("embedding: max_norm, scale_grad_by_freq and sparse are "
+                                   "not supported")
+    if not isinstance(weight, Tensor) or weight.ndim != 2:
+        raise ShapeError(f"embedding: weight must be a 2-D tensor [num_embeddings, "
+                         f"embedding_dim], got {getattr(weight, 'shape', type(weight).__name__)}")
+    return _lookup("embedding", input, weight,
+                   _padding_index("embedding", padding_idx, weight.shape[0]))
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
+    """`a * sigmoid(b)` for the two halves a, b of `input` along `dim`."""
+    x = _activation_input("glu", input)
+    if x.ndim == 0:
+        raise ShapeError("glu: a 0-d input has no dim to halve")
+    d = dim + x.ndim if dim < 0 else dim
+    if not 0 <= d < x.ndim:
+        raise IndexOutOfRangeError(f"glu: dim {dim} is out of bounds for shape {x.shape}")
+    if x.shape[d] % 2:
+        raise ShapeError(f"glu: halving dim {dim} needs an even size, got {x.shape[d]} "
+                         f"(shape {x.shape})")
+    a, b = x.chunk(2, d)
+    return a * b.sigmoid()
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """`x` where |x| > lambd, else 0."""
+    x = _activation_input("hardshrink", input)
+    return where(x.abs() > lambd, x, 0.0)
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """`x - lambd` above lambd, `x + lambd` below -lambd, else 0 (lambd >= 0)."""
+    x = _activation_input("softshrink", input)
+    if not lambd >= 0:
+        raise InvalidArgumentError(f"softshrink: lambd must be at least 0, got {lambd!r}")
+    return where(x > lambd, x - lambd, where(x < -lambd, x + lambd, 0.0))
+
+
+def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
+    """`x - tanh(x)`."""
+    x = _activation_input("tanhshrink", input)
+    return x - x.tanh()
+
+
+def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
+              inplace: bool = False) -> Tensor:
+    """`x` where x > threshold, else `value`."""
+    x = _activation_input("threshold", input, inplace)
+    return where(x > threshold, x, float(value))
+
+
+def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
+               delta: float = 1.0) -> Tensor:
+    """`0.5 d^2` where |d| < delta, else `delta (|d| - 0.5 delta)`, for d = input - target."""
+    _check_reduction("huber_loss", reduction)
+    if not delta > 0:
+        raise InvalidArgumentError(f"huber_loss: delta must be positive, got {delta!r}")
+    d = _difference("huber_loss", input, target, reduction).abs()
+    loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+    return _reduce(loss, reduction)
+
+
+def _pair(fn: str, x1, x2) -> tuple:
+    a = _float_tensor(fn, "x1", x1)
+    b = _float_tensor(fn, "x2", x2)
+    if a.dtype is not b.dtype:
+        raise DTypeError(f"{fn}: x1 ({a.dtype.name}) and x2 ({b.dtype.name}) must have one "
+                         "dtype")
+    return a, b
+
+
+def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
+    """`sum(x1 / |x1| * x2 / |x2|)` along `dim` after broadcasting, each norm at least `eps`
+    (torch's order: normalize first, so the result stays in [-1, 1])."""
+    a, b = _pair("cosine_similarity", x1, x2)
+    a, b = a + b * 0, b + a * 0  # broadcast both to one shape (gradients reduce back)
+    if a.ndim == 0:
+        raise ShapeError("cosine_similarity: inputs need at least one dim")
+    d = sh.normalize_dim("cosine_similarity", dim, a.ndim)
+    na = _pnorm(a, 2.0, d).clamp_min(eps)
+    nb = _pnorm(b, 2.0, d).clamp_min(eps)
+    return ((a / na) * (b / nb)).sum(d)
+
+
+def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
+                      keepdim: bool = False) -> Tensor:
+    """The p-norm of `x1 - x2 + eps` along the last dim (torch's formula)."""
+    a, b = _pair("pairwise_distance", x1, x2)
+    d = a - b + eps
+    if d.ndim == 0:
+        d = d.reshape(1)
+    if not isinstance(p, (int, float)) or isinstance(p, bool) or not p > 0:
+        raise InvalidArgumentError(f"pairwise_distance: p must be positive (or inf), got {p!r}")
+    out = _pnorm(d, float(p), d.ndim - 1)
+    return out if keepdim else out.squeeze(-1)
+
+
+__all__ += ["linear", "dropout", "embedding", "layer_norm", "rms_norm", "group_norm", "batch_norm",
+            "scaled_dot_product_attention", "sigmoid", "tanh", "glu", "hardshrink",
+            "softshrink", "tanhshrink", "threshold", "huber_loss", "cosine_similarity",
+            "pairwise_distance"]

@@ -10,6 +10,35 @@ from .module import Module
 from .parameter import Parameter
 
 
+def affine(fn: str, x, w: Tensor, b) -> Tensor:
+    """`x @ w^T + b` for `Linear` and `F.linear` (`fn` names the caller in errors): x must
+    end with w's in_features and have its dtype, as in torch."""
+    if not isinstance(x, Tensor):
+        raise DTypeError(f"{fn}: expected a tensor input, got {type(x).__name__}")
+    if not isinstance(w, Tensor) or w.ndim != 2:
+        raise ShapeError(f"{fn}: weight must be a 2-D tensor [out_features, in_features], got "
+                         f"{getattr(w, 'shape', type(w).__name__)}")
+    if x.ndim == 0 or x.shape[-1] != w.shape[1]:
+        raise ShapeError(f"{fn}: input of shape {x.shape} does not end with "
+                         f"in_features={w.shape[1]}")
+    if x.dtype is not w.dtype:  # as torch: no silent promotion to a wider result
+        raise DTypeError(f"{fn}: input dtype {x.dtype.name} does not match the weight's "
+                         f"{w.dtype.name} (input shape {x.shape}); "
+                         + _convert_hint(x.dtype, w.dtype))
+    if x.dtype is dt.bool_:
+        raise DTypeError(f"{fn}: not supported for bool input (shape {x.shape})")
+    if b is None:
+        return Dispatch.helper("linear", x, w)
+    if not isinstance(b, Tensor):
+        raise DTypeError(f"{fn}: bias must be a tensor or None, got {type(b).__name__}")
+    if b.dtype is not w.dtype:
+        raise DTypeError(f"{fn}: bias dtype {b.dtype.name} does not match the weight's "
+                         f"{w.dtype.name}; give both parameters one dtype")
+    if b.shape != w.shape[:1]:  # broadcast as + does
+        return Dispatch.helper("linear", x, w) + b
+    return Dispatch.helper("linear", x, w, b)
+
+
 class Linear(Module):
     """An affine map over the last dim: `weight` [out_features, in_features], `bias` [out].
     The input must have the weight's dtype (as in torch): a mismatch raises `DTypeError`."""
@@ -27,27 +56,7 @@ class Linear(Module):
             self.register_parameter("bias", None)
 
     def forward(self, x: Tensor) -> Tensor:
-        w = self.weight
-        if not isinstance(x, Tensor):
-            raise DTypeError(f"Linear: expected a tensor input, got {type(x).__name__}")
-        if x.ndim == 0 or x.shape[-1] != w.shape[1]:
-            raise ShapeError(f"Linear: input of shape {x.shape} does not end with "
-                             f"in_features={w.shape[1]}")
-        if x.dtype is not w.dtype:  # as torch: no silent promotion to a wider result
-            raise DTypeError(f"Linear: input dtype {x.dtype.name} does not match the weight's "
-                             f"{w.dtype.name} (input shape {x.shape}); "
-                             + _convert_hint(x.dtype, w.dtype))
-        if x.dtype is dt.bool_:
-            raise DTypeError(f"Linear: not supported for bool input (shape {x.shape})")
-        b = self.bias
-        if b is None:
-            return Dispatch.helper("linear", x, w)
-        if b.dtype is not w.dtype:
-            raise DTypeError(f"Linear: bias dtype {b.dtype.name} does not match the weight's "
-                             f"{w.dtype.name}; give both parameters one dtype")
-        if b.shape != w.shape[:1]:  # broadcast as + does
-            return Dispatch.helper("linear", x, w) + b
-        return Dispatch.helper("linear", x, w, b)
+        return affine("Linear", x, self.weight, self.bias)
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, "
@@ -73,3 +82,31 @@ class Identity(Module):
 
     def forward(self, x, *args, **kwargs):
         return x
+
+
+class Flatten(Module):
+    """`x.flatten(start_dim, end_dim)` (torch's defaults keep the batch dim)."""
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1):
+        super().__init__()
+        self.start_dim, self.end_dim = start_dim, end_dim
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """`x.unflatten(dim, unflattened_size)`: dim `dim` split into the sizes given."""
+
+    def __init__(self, dim: int, unflattened_size):
+        super().__init__()
+        self.dim, self.unflattened_size = dim, tuple(unflattened_size)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return x.unflatten(self.dim, self.unflattened_size)
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

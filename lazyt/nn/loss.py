@@ -91,6 +91,15 @@ class SmoothL1Loss(_Loss):
         return F.smooth_l1_loss(input, target, self.reduction, self.beta)
 
 
+class HuberLoss(_Loss):
+    def __init__(self, reduction: str = "mean", delta: float = 1.0):
+        super().__init__(reduction)
+        self.delta = delta
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.huber_loss(input, target, self.reduction, self.delta)
+
+
 class KLDivLoss(_Loss):
     """`F.kl_div` of log-probabilities; reduction may also be "batchmean"."""
 

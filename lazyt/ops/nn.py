@@ -1,5 +1,5 @@
 """Composites of neural-network models, each written once over primitives: `softmax`,
-`log_softmax`, `gelu`, `silu`, `layer_norm`, `linear`, `attention`.
+`log_softmax`, `gelu`, `silu`, `layer_norm`, `rms_norm`, `linear`, `attention`.
 
 A base backend with a faster kernel for one of them defines a method of its name (numpy and
 wgpu do for softmax, layer_norm, linear and attention); the Fusion layer then records an
@@ -150,6 +150,39 @@ layer_norm = declare(OpDef(
                    optional("bias")), _layer_norm_meta, decompose=_layer_norm,
     doc="`(x - mean) / sqrt(var + eps) * weight + bias` over the trailing `n_dims` dims "
         "(biased variance, as torch); `weight`/`bias` have those dims' shape and x's dtype."))
+
+
+# ---------------------------------------------------------------------------- rms_norm
+def _rms_norm_meta(x, n_dims, eps, weight=None):
+    nd = len(x.shape)
+    if not 0 <= n_dims <= nd:
+        raise ShapeError(f"rms_norm: cannot normalize {n_dims} trailing dims of shape "
+                         f"{tuple(x.shape)}")
+    inner = tuple(x.shape[nd - n_dims:])
+    if weight is not None:
+        if tuple(weight.shape) != inner:
+            raise ShapeError(f"rms_norm: weight of shape {tuple(weight.shape)} should be "
+                             f"{inner} for input {tuple(x.shape)}")
+        same_dtype("rms_norm", x, weight)
+    return tuple(x.shape), x.dtype
+
+
+def _rms_norm(B, x, n_dims, eps, weight=None):
+    _rms_norm_meta(_Meta(B, x), n_dims, eps)
+    nd = len(B.shape_of(x))
+    dims = tuple(range(nd - n_dims, nd))
+    mean_sq = B.reduce(R.MEAN, B.binary(Bi.MUL, x, x), dims, True)
+    y = B.binary(Bi.MUL, x, B.unary(U.RSQRT, B.binary(Bi.ADD, mean_sq, eps)))
+    if weight is not None:
+        y = B.binary(Bi.MUL, y, weight)
+    return y
+
+
+rms_norm = declare(OpDef(
+    "rms_norm", (tensor("x"), static("n_dims"), value("eps"), optional("weight")),
+    _rms_norm_meta, decompose=_rms_norm,
+    doc="`x / sqrt(mean(x^2) + eps) * weight` over the trailing `n_dims` dims (the Llama "
+        "norm: no centering, no bias); `weight` has those dims' shape and x's dtype."))
 
 
 class _Meta:

@@ -687,6 +687,13 @@ class CubeBackend(Backend):
             return super().layer_norm(x, n_dims, eps, weight, bias)
         return self._rows("layer_norm_rows", x, n_dims, eps, weight, bias)
 
+    def rms_norm(self, x: CubeTensor, n_dims: int, eps: float, weight=None):
+        """float32: one kernel, a workgroup per row of the trailing `n_dims` dims."""
+        if (x.dtype is not dt.float32 or x.num_elements == 0 or not 1 <= n_dims <= x.ndim
+                or (weight is not None and weight.dtype is not dt.float32)):
+            return super().rms_norm(x, n_dims, eps, weight)
+        return self._rows("rms_norm_rows", x, n_dims, eps, weight, None)
+
     # ------------------------------------------------------------------ attention
     def attention(self, q: CubeTensor, k: CubeTensor, v: CubeTensor, mask=None,
                   scale: float = 1.0) -> CubeTensor:

@@ -312,6 +312,22 @@ class NumpyBackend(Backend):
         _row_blocks(work, rows.shape[0], n * x.itemsize)
         return out.reshape(x.shape)
 
+    @kernel(when=lambda x, n_dims, eps, weight=None: n_dims >= 1 and jit.rows_wanted(
+        x.shape, x.dtype, -1) and (weight is None or weight.dtype is x.dtype))
+    def rms_norm(self, x, n_dims: int, eps: float, weight=None):
+        """float32, large enough for a numba kernel: one row pass (`jitrows.rms_norm_rows`:
+        the mean square, then the output). The Fusion layer records it as one op only then;
+        elsewhere the composite's primitives fuse with their neighbours."""
+        kernels = jit.rows_for(x) if 1 <= n_dims <= x.ndim else None
+        if kernels is None or (weight is not None and weight.dtype != x.dtype):
+            return super().rms_norm(x, n_dims, eps, weight)
+        n = math.prod(x.shape[x.ndim - n_dims:])
+        rows = np.ascontiguousarray(x).reshape(-1, n)
+        out = memory.empty(rows.shape, x.dtype)
+        w, _ = _affine_rows(weight, None, x.dtype)
+        jit.run_rows(kernels.rms_norm_rows, rows.shape[0], n, rows, out, w, x.dtype.type(eps))
+        return out.reshape(x.shape)
+
     def run_fused(self, block, inputs, scalars):
         """A fused elementwise block without per-op temporaries (see `fused`)."""
         return run_block(block, inputs, scalars)

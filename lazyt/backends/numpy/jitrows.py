@@ -1,12 +1,12 @@
-"""Row kernels of the numpy backend as numba functions: softmax, log_softmax and layer_norm, each one pass
-over a row that stays in cache, float32 only (float64 and float16 keep the numpy forms, whose
-transcendentals are already vector code). Attention's softmax keeps numpy's exp (its blocks are
-already in cache between two GEMMs, and numba's exp is 8 lanes wide where numpy's is 16: 5.5
-against 2.6 ms for 6.3M floats on one core, and a whole numba softmax there measured 1.7-2.3x
-slower on the 16-core host), with numba passes on either side of it: `scale_mask_shift_rows`
-(scale, mask, row maximum and the shift by it; numpy's maximum along rows of 128 is slow) and
-`normalize_rows` (the row sum in numpy's pairwise order, then the division), the same bits as
-numpy's seven passes.
+"""Row kernels of the numpy backend as numba functions: softmax, log_softmax, layer_norm and
+rms_norm, each one pass over a row that stays in cache, float32 only (float64 and float16 keep
+the numpy forms, whose transcendentals are already vector code). Attention's softmax keeps
+numpy's exp (its blocks are already in cache between two GEMMs, and numba's exp is 8 lanes wide
+where numpy's is 16: 5.5 against 2.6 ms for 6.3M floats on one core, and a whole numba softmax
+there measured 1.7-2.3x slower on the 16-core host), with numba passes on either side of it:
+`scale_mask_shift_rows` (scale, mask, row maximum and the shift by it; numpy's maximum along
+rows of 128 is slow) and `normalize_rows` (the row sum in numpy's pairwise order, then the
+division), the same bits as numpy's seven passes.
 
 Every kernel takes the rows [lo, hi) of its arrays, so the backend's thread pool hands out the
 work (numba's own threads stay unused: one pool, no oversubscription); all release the GIL.
@@ -119,6 +119,33 @@ def layer_norm_rows(x, o, w, b, eps, lo, hi):
     none."""
     for r in range(lo, hi):
         _norm_row(x, r, o, r, w, b, eps)
+
+
+@njit(fastmath={"reassoc", "nsz"}, **_FLAGS)
+def _sum_sq(x, r):
+    s = f32(0.0)
+    for j in range(x.shape[1]):
+        v = x[r, j]
+        s += v * v
+    return s
+
+
+@njit(**_FLAGS)
+def rms_norm_rows(x, o, w, eps, lo, hi):
+    """o[r] = x[r] / sqrt(mean(x[r]^2) + eps) * w for the rows [lo, hi) of 2-D float32
+    arrays: one pass for the mean square, one for the output (the composite's formula: the
+    reciprocal square root, then the products in its order); `w` is 1-D of the row's length,
+    or empty for none."""
+    n = x.shape[1]
+    has_w = w.shape[0] > 0
+    for r in range(lo, hi):
+        inv = fdiv(f32(1.0), np.sqrt(fdiv(_sum_sq(x, r), f32(n)) + eps))
+        if has_w:
+            for j in range(n):
+                o[r, j] = x[r, j] * inv * w[j]
+        else:
+            for j in range(n):
+                o[r, j] = x[r, j] * inv
 
 
 @njit(**_FLAGS)

@@ -133,6 +133,7 @@ def recorded():
         x = t((4, 64), d)
         b.softmax(x, 1)
         b.layer_norm(x, 1, 1e-5, t((64,), d), t((64,), d))
+        b.rms_norm(x, 1, 1e-5, t((64,), d))
         b.attention(t((2, 4, 16, 8), d), t((2, 4, 16, 8), d), t((2, 4, 16, 8), d),
                     t((2, 1, 1, 16), d), 0.5)                      # fused (attention.cu)
         b.attention(t((3, 40, 7), d), t((3, 9, 7), d), t((3, 9, 24), d), None, 0.5)
@@ -204,7 +205,7 @@ def test_every_template_and_generated_kind_is_launched(recorded):
     for want in [("fill", "kernel"), ("copy", "kernel"), ("reduce", "reduce_rows"),
                  ("reduce", "reduce_threads"), ("scan", "scan_rows"), ("scan", "scan_lines"),
                  ("gather", "kernel"), ("check_index", "kernel"), ("scatter_add", "kernel"),
-                 ("rows", "softmax_rows"), ("rows", "layer_norm_rows"),
+                 ("rows", "softmax_rows"), ("rows", "layer_norm_rows"), ("rows", "rms_norm_rows"),
                  ("rows", "attention_rows"), ("attention", "attention_fused"),
                  ("layer_norm_block", "layer_norm_block_rows"),
                  ("matmul", "matmul"), ("matmul", "matmul_bias"),

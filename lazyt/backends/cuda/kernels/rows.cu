@@ -7,6 +7,7 @@
 // softmax_rows:    y = exp(x - max) / sum(exp(x - max))
 // layer_norm_rows: y = (x - mean) * rsqrt(var + eps) [* w] [+ b]   (biased variance)
 //   info (u32): [n_rows, n, x_offset, has_weight, has_bias, eps (f32 bits), w_offset, b_offset]
+// rms_norm_rows:   y = x * rsqrt(mean(x * x) + eps) [* w]   (info as layer_norm_rows')
 // attention_rows:  y = softmax(x * scale [+ w]) with `w` an additive mask read through
 //   broadcast strides; a row whose every score is -inf gives zeros (no key to attend to).
 //   info (u32): [n_rows, n, x_offset, has_mask, n_dims, scale (f32 bits), w_offset,
@@ -123,6 +124,30 @@ layer_norm_rows(const float* __restrict__ x, float* __restrict__ y, const float*
         }
         if (has_b) {
             v = v + b[info[7] + i];
+        }
+        y[row * n + i] = v;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__({{ workgroup_size_x }})
+rms_norm_rows(const float* __restrict__ x, float* __restrict__ y, const float* __restrict__ w,
+              const float* __restrict__ b, const unsigned int* __restrict__ info) {
+    const unsigned int lid = threadIdx.x;
+    const unsigned int row = row_of(lid);
+    const unsigned int lane = lid % LANES;
+    const unsigned int n = row < info[0] ? info[1] : 0u;
+    const unsigned int base = info[2] + row * n;
+    float q = 0.0f;
+    for (unsigned int i = lane; i < n; i = i + LANES) {
+        const float v = x[base + i];
+        q = q + v * v;
+    }
+    const float r = rsqrtf(combine_row(lid, q, false) / (float)n + __uint_as_float(info[5]));
+    const bool has_w = info[3] != 0u;
+    for (unsigned int i = lane; i < n; i = i + LANES) {
+        float v = x[base + i] * r;
+        if (has_w) {
+            v = v * w[info[6] + i];
         }
         y[row * n + i] = v;
     }

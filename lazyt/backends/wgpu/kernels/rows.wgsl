@@ -6,6 +6,7 @@
 // softmax_rows:    y = exp(x - max) / sum(exp(x - max))
 // layer_norm_rows: y = (x - mean) * inverseSqrt(var + eps) [* w] [+ b]   (biased variance)
 //   info (u32): [n_rows, n, x_offset, has_weight, has_bias, eps (f32 bits), w_offset, b_offset]
+// rms_norm_rows:   y = x * inverseSqrt(mean(x * x) + eps) [* w]   (info as layer_norm_rows')
 // attention_rows:  y = softmax(x * scale [+ w]) with `w` an additive mask read through
 //   broadcast strides; a row whose every score is -inf gives zeros (no key to attend to).
 //   info (u32): [n_rows, n, x_offset, has_mask, n_dims, scale (f32 bits), w_offset,
@@ -92,6 +93,29 @@ fn layer_norm_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
         }
         if (has_b) {
             v = v + b[info[7] + i];
+        }
+        y[row * n + i] = v;
+    }
+}
+
+@compute @workgroup_size({{ workgroup_size_x }})
+fn rms_norm_rows(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroups) nwg: vec3<u32>,
+                 @builtin(local_invocation_index) lid: u32) {
+    let row = row_of(wid, nwg, lid);
+    let lane = lid % LANES;
+    let n = select(0u, info[1], row < info[0]);
+    let base = info[2] + row * n;
+    var q = 0.0;
+    for (var i = lane; i < n; i = i + LANES) {
+        let v = x[base + i];
+        q = q + v * v;
+    }
+    let r = inverseSqrt(combine_row(lid, q, false) / f32(n) + bitcast<f32>(info[5]));
+    let has_w = info[3] != 0u;
+    for (var i = lane; i < n; i = i + LANES) {
+        var v = x[base + i] * r;
+        if (has_w) {
+            v = v * w[info[6] + i];
         }
         y[row * n + i] = v;
     }
