@@ -109,19 +109,28 @@ class Backend:
         kernel per block; this default replays the block op by op through the primitives."""
         return run_generic(self, block, inputs, scalars)
 
-    #: Composite kernels (by op name) that take a fused elementwise block in front of their
-    #: first input through `run_prologue`: the Fusion layer then hands such an op the block
-    #: that computes its input when nothing else reads the block's value.
+    #: Kernels (composites or declared primitives, by op name) that take a fused elementwise
+    #: block in front of their first input through `run_prologue`: the Fusion layer then
+    #: hands such an op the block that computes its input when nothing else reads the
+    #: block's value.
     prologue_ops: frozenset = frozenset()
+
+    def takes_prologue(self, name: str, block, op_code, args: tuple) -> bool:
+        """Whether primitive `name` (one of `prologue_ops`) with op code `op_code` (None
+        without one) and structural arguments `args` should be handed `block` (a plan-time
+        answer, from metadata: `run_prologue` may still run the block, then the op)."""
+        return True
 
     def run_prologue(self, name: str, block, inputs: Sequence[Primitive],
                      scalars: Sequence[Scalar], args: tuple) -> Primitive:
-        """The composite kernel `name` (one of `prologue_ops`) on the one output of the fused
-        `block` (run on `inputs` and `scalars`) and its other arguments `args`, in parameter
-        order. A backend overrides it to compute the block inside the op's kernel where it
+        """The kernel `name` (one of `prologue_ops`) on the one output of the fused `block`
+        (run on `inputs` and `scalars`) as its first tensor and its other arguments `args`, in
+        parameter order. A backend overrides it to compute the block inside the op's kernel where it
         can take the block's layouts; this default runs the block, then the op."""
         x = self.run_fused(block, inputs, scalars)[0]
-        return getattr(self, name)(x, *args)
+        op = ops.lookup(name)
+        first = next(i for i, p in enumerate(op.params) if p.kind.is_tensor)
+        return getattr(self, name)(*args[:first], x, *args[first:])
 
     def run_extension(self, op, args: list, is_tensor: list, declared):
         """Run an extension op (`lazyt.extension`) on this backend's primitives: the impl

@@ -102,6 +102,10 @@ class Fusion(Backend):
         self._binary_def = ops.lookup("binary")
         self._unary_def = ops.lookup("unary")
         self._extension_runners: dict = {}  # (extension op, argument layout) -> the same
+        # declared primitives whose inner kernel takes a fused block in front of its input
+        self.prologue_prims = frozenset(
+            n for n in getattr(inner, "prologue_ops", ())
+            if ops.find(n) is not None and not ops.find(n).is_composite)
 
     def __repr__(self) -> str:
         return f"Fusion({self.inner!r})"
@@ -322,7 +326,8 @@ class Fusion(Backend):
                     for rep in reports:
                         rep._drain(plan is not None)
                 if plan is None:
-                    plan = build_plan(stream, key)
+                    plan = build_plan(stream, key, self.prologue_prims,
+                                      getattr(self.inner, "takes_prologue", None))
                     self.cache.put(key, plan)
                 execute(plan, stream, h, self.inner, reports)
                 return plan

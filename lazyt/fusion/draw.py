@@ -136,7 +136,8 @@ def _pending(fusion) -> _Pending:
                            irs=[ir.copy() for ir in stream.irs],
                            ext=list(stream.ext), scalars=list(stream.scalars))
     key = stream.key(h.counts)
-    plan = build_plan(view, key)
+    plan = build_plan(view, key, fusion.prologue_prims,
+                      getattr(fusion.inner, "takes_prologue", None))
     _, in_rels, out_rels, producer = build_graph(view)
     return _Pending(ops=tuple(view.ops), ext=tuple(view.ext), irs=tuple(view.irs),
                     in_rels=tuple(in_rels), out_rels=tuple(out_rels), producer=producer,

@@ -45,9 +45,14 @@ def build_graph(stream) -> tuple:
     return g, in_rels, out_rels, producer
 
 
-def build_plan(stream, key: tuple) -> Plan:
+def build_plan(stream, key: tuple, prologue_prims: frozenset = frozenset(),
+               takes_prologue=None) -> Plan:
     """The plan for `stream` given its key (`OperationStream.key`): which outside inputs the
-    runtime owns, and which relative numbers are alive."""
+    runtime owns, and which relative numbers are alive. `prologue_prims`: the declared
+    primitives (by name) whose inner kernel may take a fused block in front of its first
+    input (`Backend.prologue_ops`), besides the composites that say so themselves;
+    `takes_prologue(name, block, op_code, args)` (`Backend.takes_prologue`) says for which
+    blocks and arguments."""
     _, ext, alive = key
     ops = stream.ops
     n_ops = len(ops)
@@ -161,7 +166,7 @@ def build_plan(stream, key: tuple) -> Plan:
         else:
             steps.append(_block_step(stream, members[x], in_rels, out_rels, readers, alive,
                                      scalar_start))
-    steps = _with_prologues(steps, ops, readers, alive)
+    steps = _with_prologues(steps, ops, readers, alive, prologue_prims, takes_prologue)
     n_fused_ops = sum(len(s.members) for s in steps if isinstance(s, (BlockStep, PrologueStep)))
 
     # 4. in-place reuse, outputs kept, and when each value can be dropped
@@ -198,11 +203,13 @@ def build_plan(stream, key: tuple) -> Plan:
                 n_fused_ops=n_fused_ops)
 
 
-def _with_prologues(steps: list, ops, readers, alive) -> list:
+def _with_prologues(steps: list, ops, readers, alive, prims: frozenset = frozenset(),
+                    takes=None) -> list:
     """Hand a block to the opaque op that reads it (a `PrologueStep`) where the op's kernel
-    takes a block in front of its first input (`fn.prologue`, set by the Fusion layer for the
-    inner backend's `prologue_ops`) and nothing else sees the block's one value: not alive,
-    read by that op alone and only as its first input."""
+    takes a block in front of its first input (a composite's `fn.prologue`, set by the Fusion
+    layer for the inner backend's `prologue_ops`; a declared primitive named in `prims`) and
+    nothing else sees the block's one value: not alive, read by that op alone and only as its
+    first input."""
     made = {}
     for s in steps:
         if isinstance(s, BlockStep) and len(s.outs) == 1:
@@ -216,9 +223,13 @@ def _with_prologues(steps: list, ops, readers, alive) -> list:
             op = ops[s.index]
             r = s.ins[0]
             b = made[r]
-            if op.kind is CUSTOM and getattr(op.fn, "prologue", None) is not None and \
-                    not alive[r] and readers.get(r) == [s.index] and r not in s.ins[1:] and \
-                    len(s.outs) == 1:
+            if op.kind is CUSTOM:
+                ok = getattr(op.fn, "prologue", None) is not None
+            else:
+                ok = op.kind.name in prims and (takes is None or
+                                                takes(op.kind.name, b.block, op.op, op.args))
+            if ok and not alive[r] and readers.get(r) == [s.index] and \
+                    r not in s.ins[1:] and len(s.outs) == 1:
                 p = PrologueStep(block=b.block, ins=b.ins + s.ins[1:], n_block_ins=len(b.ins),
                                  scalar_idx=b.scalar_idx, members=b.members,
                                  op_names=b.op_names, index=s.index, outs=s.outs,

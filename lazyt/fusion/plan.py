@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from ..backends.fused import FusedBlock, run_generic
 from ..errors import MetadataMismatchError
+from ..ops import ParamKind
 from .handle import Failure, Handles
 from .ir import CUSTOM
 
@@ -137,12 +138,15 @@ class PrologueStep:
 
     def run(self, inner, env, ops, scalars):
         op = ops[self.index]
-        name, layout = op.fn.prologue
         n = self.n_block_ins
         tensors = iter([env[r] for r in self.ins[n:]])
-        values = iter(op.scalars)
-        args = tuple(next(tensors) if k == "t" else None if k == "n" else next(values)
-                     for k in layout[1:])
+        if op.kind is CUSTOM:
+            name, layout = op.fn.prologue
+            values = iter(op.scalars)
+            args = tuple(next(tensors) if k == "t" else None if k == "n" else next(values)
+                         for k in layout[1:])
+        else:  # a declared primitive: its other arguments in parameter order
+            name, args = op.kind.name, _primitive_args(op, tensors)
         out = inner.run_prologue(name, self.block, [env[r] for r in self.ins[:n]],
                                  [scalars[i] for i in self.scalar_idx], args)
         _check_output(inner, op, 0, out)
@@ -150,6 +154,27 @@ class PrologueStep:
 
     def location(self, ops) -> str | None:
         return ops[self.index].location
+
+
+def _primitive_args(op, tensors) -> tuple:
+    """The arguments of recorded primitive `op` after its first tensor, in parameter order
+    (`tensors` yields its other tensor inputs)."""
+    out, k_arg, k_sc, first = [], 0, 0, True
+    for p in op.kind.params:
+        if p.kind.is_tensor:
+            if first:
+                first = False
+            else:
+                out.append(next(tensors))
+        elif p.kind is ParamKind.STATIC and p.name == "op":
+            out.append(op.op)
+        elif p.kind is ParamKind.STATIC:
+            out.append(op.args[k_arg])
+            k_arg += 1
+        else:
+            out.append(op.scalars[k_sc])
+            k_sc += 1
+    return tuple(out)
 
 
 @dataclass(eq=False)

@@ -333,16 +333,30 @@ class NumpyBackend(Backend):
         return run_block(block, inputs, scalars)
 
     #: `layer_norm` takes a block that sums two or three float32 tensors (a residual add, a
-    #: bias) in front of its input: see `run_prologue`.
-    prologue_ops = frozenset({"layer_norm"})
+    #: bias) in front of its input, `reduce` a float32 block it sums or averages over trailing
+    #: dims: see `run_prologue`.
+    prologue_ops = frozenset({"layer_norm", "reduce"})
+
+    def takes_prologue(self, name, block, op_code, args) -> bool:
+        """`reduce`: where `jit.try_reduce` can run (from metadata); elsewhere the block keeps
+        its own step (and its in-place reuse)."""
+        return name != "reduce" or jit.reduce_applies(block, op_code, args[0])
 
     def run_prologue(self, name, block, inputs, scalars, args):
         """`layer_norm` of a float32 sum `(a + b) [+ c]` of whole tensors and rows broadcast
         over them, as one numba row pass (`jitrows.sum_layer_norm_rows`) that forms the sum
         a row at a time: the same bits as the block then the norm. Anything else runs the
-        block, then the op."""
+        block, then the op.
+
+        `reduce`: a float32 sum or mean over the block's trailing dims (or all of them) as one
+        numba pass that never writes the block's value (`jit.try_reduce`); the block's
+        values keep their bits, the sum is reassociated (as the row kernels' sums)."""
         if name == "layer_norm":
             out = self._sum_layer_norm(block, inputs, *args)
+            if out is not None:
+                return out
+        elif name == "reduce":
+            out = jit.try_reduce(block, inputs, scalars, *args)
             if out is not None:
                 return out
         return super().run_prologue(name, block, inputs, scalars, args)

@@ -13,6 +13,9 @@ every float32 in the stated ranges (tests/backends/numpy/test_numba.py checks th
 - `erf_f32`: the backend's float32 rational fit (`ufuncs._ERF_P/_ERF_Q`), the same operations
   in the same order as its numpy form, so the same bits; within 7 ulp of the exact erf.
 
+`sum_f32` sums a scratch row for the reduction kernels (`jit.try_reduce`), the one function
+here compiled with reassociation allowed, so the elementwise code around it keeps its order.
+
 This module imports numba: only `jit` imports it, and only when numba is installed.
 """
 from __future__ import annotations
@@ -127,3 +130,12 @@ def erf_f32(x):
     u = u + _Q0
     o = fdiv(o, u)
     return maximum(minimum(o, f32(1.0)), f32(-1.0))  # the fit overshoots 1 near |x| = 4
+
+@njit(fastmath={"reassoc", "nsz"}, nogil=True, cache=True)
+def sum_f32(v, n):
+    """The sum of the float32 values v[:n], reassociated into vector lanes (a tree-like
+    order, about as accurate as numpy's pairwise sum at a row's length)."""
+    s = f32(0.0)
+    for j in range(n):
+        s += v[j]
+    return s
