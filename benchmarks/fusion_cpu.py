@@ -7,7 +7,9 @@
     returned (goal: at most 0.15 ms), and the recording cost per op;
 (d) the compile latency of a new fused block's numba kernel, cold and from the disk cache;
 (c) record + drain of N-op pending graphs, N = 1k .. 16k, cold (plan built) and warm (plan
-    cache hit): the time per op must stay flat (linear growth).
+    cache hit): the time per op must stay flat (linear growth);
+(e) a block read by a reduction, `((a - b) ** 2).mean(-1)` on [1024, 4096] float32 and
+    `(a * b).sum()`, lazyt (one numba pass with numba) vs the numpy expression.
 
 Each runs on `lazyt.device("cpu", autodiff=False)` (the Fusion layer over numpy) and on the
 default device (Autodiff over Fusion, untracked path). All in one process, with warm-up, medians.
@@ -95,6 +97,41 @@ def bench_chain_4m() -> None:
              lazyt_ms=round(t * 1e3, 3), speedup=round(t_np / t, 2),
              goal=">=5x with numba" if jit_on() else ">=1.5x (aim 2x)",
              threads=_threads())
+
+
+# ---------------------------------------------------------------------------- (e)
+def bench_block_reduce() -> None:
+    """numpy and both devices alternate run by run, as in (a)."""
+    rng = np.random.default_rng(0)
+    na, nb = (rng.standard_normal((1024, 4096)).astype(np.float32) for _ in range(2))
+    cases = {
+        "e_sq_diff_mean_rows_4M": (lambda: ((na - nb) ** 2).mean(-1),
+                                   lambda a, b: ((a - b) * (a - b)).mean(-1)),
+        "e_product_sum_all_4M": (lambda: (na * nb).sum(), lambda a, b: (a * b).sum()),
+    }
+    repeat = 5 if QUICK else 31
+    for case, (plain, expr) in cases.items():
+        runs = [("numpy", plain)]
+        for name, dev in DEVICES:
+            a, b = (lazyt.tensor(x, device=dev) for x in (na, nb))
+            runs.append((name, lambda a=a, b=b: expr(a, b).numpy()))
+            np.testing.assert_allclose(runs[-1][1](), plain(), rtol=1e-4)
+        times: dict = {name: [] for name, _ in runs}
+        for k in range(repeat + 3):
+            for name, fn in runs:
+                gc.disable()
+                t0 = time.perf_counter()
+                fn()
+                t = time.perf_counter() - t0
+                gc.enable()
+                if k >= 3:
+                    times[name].append(t)
+        t_np = statistics.median(times["numpy"])
+        for name, _ in runs[1:]:
+            t = statistics.median(times[name])
+            emit(case=case, device=name, numpy_ms=round(t_np * 1e3, 3),
+                 lazyt_ms=round(t * 1e3, 3), speedup=round(t_np / t, 2), numba=jit_on(),
+                 threads=_threads())
 
 
 # ---------------------------------------------------------------------------- (b)
@@ -239,4 +276,5 @@ if __name__ == "__main__":
     bench_numba_compile()
     bench_tiny_chain()
     bench_chain_4m()
+    bench_block_reduce()
     bench_graph_scaling()
