@@ -42,9 +42,41 @@ from .activation import (GLU, Hardshrink, LogSoftmax, Softmax, Softshrink,  # no
                          Tanhshrink, Threshold)
 from .distance import CosineSimilarity, PairwiseDistance  # noqa: E402
 from .linear import Flatten, Unflatten  # noqa: E402
-from .loss import HuberLoss  # noqa: E402
+from .loss import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss,  # noqa: E402
+                   HuberLoss, MarginRankingLoss, MultiLabelSoftMarginLoss, PoissonNLLLoss,
+                   SoftMarginLoss, TripletMarginLoss)
 from .normalization import BatchNorm1d, BatchNorm2d, BatchNorm3d, GroupNorm  # noqa: E402
 
 __all__ += ["Softmax", "LogSoftmax", "GLU", "Hardshrink", "Softshrink", "Tanhshrink",
             "Threshold", "CosineSimilarity", "PairwiseDistance", "Flatten", "Unflatten",
-            "HuberLoss", "GroupNorm", "BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
+            "HuberLoss", "MarginRankingLoss", "HingeEmbeddingLoss", "SoftMarginLoss",
+            "MultiLabelSoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss",
+            "PoissonNLLLoss", "GaussianNLLLoss", "GroupNorm", "BatchNorm1d", "BatchNorm2d",
+            "BatchNorm3d"]
+
+# attention and transformer layers (torch's names and state_dict keys)
+from .transformer import (MultiheadAttention, Transformer, TransformerDecoder,  # noqa: E402
+                          TransformerDecoderLayer, TransformerEncoder, TransformerEncoderLayer)
+
+__all__ += ["MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder",
+            "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
+
+# recurrent layers (torch's names and state_dict keys)
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNCell  # noqa: E402
+
+__all__ += ["RNN", "LSTM", "GRU", "RNNCell", "LSTMCell", "GRUCell"]
+
+# padding, pixel shuffle, PReLU, Bilinear, instance norm and the parameter containers
+from .layers import (Bilinear, CircularPad1d, CircularPad2d, CircularPad3d,  # noqa: E402
+                     ConstantPad1d, ConstantPad2d, ConstantPad3d, InstanceNorm1d,
+                     InstanceNorm2d, InstanceNorm3d, ParameterDict, ParameterList,
+                     PixelShuffle, PixelUnshuffle, PReLU, ReflectionPad1d, ReflectionPad2d,
+                     ReflectionPad3d, ReplicationPad1d, ReplicationPad2d, ReplicationPad3d,
+                     ZeroPad1d, ZeroPad2d, ZeroPad3d)
+
+__all__ += ["Bilinear", "CircularPad1d", "CircularPad2d", "CircularPad3d", "ConstantPad1d",
+            "ConstantPad2d", "ConstantPad3d", "InstanceNorm1d", "InstanceNorm2d",
+            "InstanceNorm3d", "ParameterDict", "ParameterList", "PixelShuffle",
+            "PixelUnshuffle", "PReLU", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
+            "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d",
+            "ZeroPad2d", "ZeroPad3d"]

@@ -6,6 +6,8 @@ everything else stays lazy.
 """
 from __future__ import annotations
 
+import math
+
 from .. import capture_state as _capture
 from .. import creation
 from ..errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
@@ -586,3 +588,151 @@ __all__ += ["linear", "dropout", "embedding", "layer_norm", "rms_norm", "group_n
             "scaled_dot_product_attention", "sigmoid", "tanh", "glu", "hardshrink",
             "softshrink", "tanhshrink", "threshold", "huber_loss", "cosine_similarity",
             "pairwise_distance"]
+
+
+# ---------------------------------------------------------------------- more of torch's losses
+def _pairwise_inputs(fn: str, reduction: str, *tensors) -> list:
+    """Float tensors of one dtype that broadcast together (ranking and embedding losses)."""
+    _check_reduction(fn, reduction)
+    names = ("input1", "input2", "target") if len(tensors) == 3 else ("input", "target")
+    first = _float_tensor(fn, names[0], tensors[0])
+    for n, t in zip(names[1:], tensors[1:]):
+        if t is None:
+            raise DTypeError(f"{fn}: {n} must be a Tensor, got None")
+    return [first] + [_elementwise_weight(fn, n, t, first.shape)
+                      for n, t in zip(names[1:], tensors[1:])]
+
+
+def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
+                        reduction: str = "mean") -> Tensor:
+    """`max(0, -y * (x1 - x2) + margin)`: y = 1 ranks x1 above x2, y = -1 below."""
+    x1, x2, y = _pairwise_inputs("margin_ranking_loss", reduction, input1, input2, target)
+    return _reduce((margin - y * (x1 - x2)).relu(), reduction)
+
+
+def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # noqa: A002
+                         reduction: str = "mean") -> Tensor:
+    """`x` where y = 1, `max(0, margin - x)` where y = -1 (torch's sum of both terms for
+    other targets)."""
+    x, y = _pairwise_inputs("hinge_embedding_loss", reduction, input, target)
+    loss = where(y != 1, (margin - x).relu(), 0.0) + where(y != -1, x, 0.0)
+    return _reduce(loss, reduction)
+
+
+def soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
+                     reduction: str = "mean") -> Tensor:
+    """`log(1 + exp(-y * x))` (two-class logistic loss, y = +-1)."""
+    x, y = _pairwise_inputs("soft_margin_loss", reduction, input, target)
+    return _reduce(_softplus(-y * x), reduction)
+
+
+def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
+                                weight: Tensor | None = None,
+                                reduction: str = "mean") -> Tensor:
+    """Per sample, the mean over classes of `-(y log sigmoid(x) + (1 - y) log sigmoid(-x))`
+    (times `weight` per class); input and target [N, C]."""
+    fn = "multilabel_soft_margin_loss"
+    x, y = _pairwise_inputs(fn, reduction, input, target)
+    if x.ndim < 1:
+        raise ShapeError(f"{fn}: input must have a class dim, got shape {x.shape}")
+    loss = y * _softplus(-x) + (1 - y) * _softplus(x)
+    weight = _elementwise_weight(fn, "weight", weight, x.shape)
+    if weight is not None:
+        loss = loss * weight
+    return _reduce(loss.mean(-1), reduction)
+
+
+def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
+                          margin: float = 0.0, reduction: str = "mean") -> Tensor:
+    """`1 - cos(x1, x2)` where y = 1, `max(0, cos(x1, x2) - margin)` where y = -1, with the
+    cosine along the last dim (torch's: each squared norm plus 1e-12)."""
+    fn = "cosine_embedding_loss"
+    _check_reduction(fn, reduction)
+    x1, x2 = _pair(fn, input1, input2)
+    y = target
+    if not isinstance(y, Tensor):
+        raise DTypeError(f"{fn}: target must be a Tensor of 1 and -1, got {type(y).__name__}")
+    if x1.shape != x2.shape or x1.ndim not in (1, 2):
+        raise ShapeError(f"{fn}: input1 and input2 must be [N, D] or [D] of one shape, got "
+                         f"{x1.shape} and {x2.shape}")
+    if y.shape != x1.shape[:-1]:
+        raise ShapeError(f"{fn}: target must have shape {x1.shape[:-1]}, got {y.shape}")
+    eps = 1e-12
+    cos = (x1 * x2).sum(-1) / ((x1 * x1).sum(-1) + eps).sqrt() / ((x2 * x2).sum(-1) + eps).sqrt()
+    loss = where(y == 1, 1 - cos, 0.0) + where(y == -1, (cos - margin).relu(), 0.0)
+    return _reduce(loss, reduction)
+
+
+def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
+                        margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                        swap: bool = False, reduction: str = "mean") -> Tensor:
+    """`max(0, margin + d(a, p) - d(a, n))` with d the `pairwise_distance` (p-norm of the
+    difference plus eps); `swap` uses `min(d(a, n), d(p, n))` as the negative distance."""
+    fn = "triplet_margin_loss"
+    _check_reduction(fn, reduction)
+    a = _float_tensor(fn, "anchor", anchor)
+    pos = _float_tensor(fn, "positive", positive)
+    neg = _float_tensor(fn, "negative", negative)
+    if not (a.shape == pos.shape == neg.shape) or a.ndim not in (1, 2):
+        raise ShapeError(f"{fn}: anchor, positive and negative must be [N, D] or [D] of one "
+                         f"shape, got {a.shape}, {pos.shape}, {neg.shape}")
+    d_ap = pairwise_distance(a, pos, p, eps)
+    d_an = pairwise_distance(a, neg, p, eps)
+    if swap:
+        d_pn = pairwise_distance(pos, neg, p, eps)
+        d_an = where(d_pn < d_an, d_pn, d_an)
+    return _reduce((margin + d_ap - d_an).relu(), reduction)
+
+
+def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # noqa: A002
+                     full: bool = False, eps: float = 1e-8,
+                     reduction: str = "mean") -> Tensor:
+    """Poisson negative log-likelihood: `exp(x) - y * x` (`log_input`), else
+    `x - y * log(x + eps)`; `full` adds Stirling's term `y log y - y + log(2 pi y) / 2` where
+    y > 1."""
+    fn = "poisson_nll_loss"
+    x, y = _pairwise_inputs(fn, reduction, input, target)
+    loss = x.exp() - y * x if log_input else x - y * (x + eps).log()
+    if full:
+        big = y > 1
+        ys = where(big, y, 2.0)
+        loss = loss + where(big, ys * ys.log() - ys + 0.5 * (2 * math.pi * ys).log(), 0.0)
+    return _reduce(loss, reduction)
+
+
+def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,  # noqa: A002
+                      eps: float = 1e-6, reduction: str = "mean") -> Tensor:
+    """Gaussian negative log-likelihood `(log(var) + (x - y)^2 / var) / 2` (+ log(2 pi) / 2
+    with `full`), `var` clamped below at `eps` (as torch, the clamp passes the gradient
+    through); `var` has the input's shape, or one fewer trailing dim or a last dim of 1 (one
+    variance per sample), or is a number. It reads `var` once to refuse negative entries
+    (as torch), so it cannot run inside `lazyt.compile`."""
+    fn = "gaussian_nll_loss"
+    x, y = _pairwise_inputs(fn, reduction, input, target)
+    if not isinstance(var, Tensor):
+        var = creation.full(x.shape, float(var), dtype=x.dtype, device=x.device)
+    v = _float_tensor(fn, "var", var)
+    if v.shape != x.shape:
+        if v.shape == x.shape[:-1]:
+            v = v.unsqueeze(-1)
+        elif not (v.shape == x.shape[:-1] + (1,)):
+            raise ShapeError(f"{fn}: var of shape {v.shape} should be {x.shape}, "
+                             f"{x.shape[:-1]} or {x.shape[:-1] + (1,)}")
+    if (v.detach() < 0).any().item():
+        raise InvalidArgumentError(f"{fn}: var has negative entries")
+    v = v + (v.clamp(min=eps) - v).detach()  # the clamp's value, the identity's gradient
+    loss = 0.5 * (v.log() + (x - y) * (x - y) / v)
+    if full:
+        loss = loss + 0.5 * math.log(2 * math.pi)
+    return _reduce(loss, reduction)
+
+
+__all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
+            "multilabel_soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
+            "poisson_nll_loss", "gaussian_nll_loss"]
+
+# ---------------------------------------------------------------------- small layers' forms
+from .layers import (bilinear, instance_norm, pixel_shuffle, pixel_unshuffle,  # noqa: E402
+                     prelu)
+
+__all__ += ["bilinear", "instance_norm", "pixel_shuffle", "pixel_unshuffle", "prelu"]

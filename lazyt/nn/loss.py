@@ -111,3 +111,75 @@ class KLDivLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return F.kl_div(input, target, self.reduction, self.log_target)
+
+
+class MarginRankingLoss(_Loss):
+    def __init__(self, margin: float = 0.0, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.margin = margin
+
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        return F.margin_ranking_loss(input1, input2, target, self.margin, self.reduction)
+
+
+class HingeEmbeddingLoss(_Loss):
+    def __init__(self, margin: float = 1.0, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.margin = margin
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.hinge_embedding_loss(input, target, self.margin, self.reduction)
+
+
+class SoftMarginLoss(_Loss):
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.soft_margin_loss(input, target, self.reduction)
+
+
+class MultiLabelSoftMarginLoss(_Loss):
+    def __init__(self, weight: Tensor | None = None, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.register_buffer("weight", weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.multilabel_soft_margin_loss(input, target, self.weight, self.reduction)
+
+
+class CosineEmbeddingLoss(_Loss):
+    def __init__(self, margin: float = 0.0, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.margin = margin
+
+    def forward(self, input1: Tensor, input2: Tensor, target: Tensor) -> Tensor:
+        return F.cosine_embedding_loss(input1, input2, target, self.margin, self.reduction)
+
+
+class TripletMarginLoss(_Loss):
+    def __init__(self, margin: float = 1.0, p: float = 2.0, eps: float = 1e-6,
+                 swap: bool = False, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.margin, self.p, self.eps, self.swap = margin, p, eps, swap
+
+    def forward(self, anchor: Tensor, positive: Tensor, negative: Tensor) -> Tensor:
+        return F.triplet_margin_loss(anchor, positive, negative, self.margin, self.p, self.eps,
+                                     self.swap, self.reduction)
+
+
+class PoissonNLLLoss(_Loss):
+    def __init__(self, log_input: bool = True, full: bool = False, eps: float = 1e-8,
+                 reduction: str = "mean"):
+        super().__init__(reduction)
+        self.log_input, self.full, self.eps = log_input, full, eps
+
+    def forward(self, log_input: Tensor, target: Tensor) -> Tensor:
+        return F.poisson_nll_loss(log_input, target, self.log_input, self.full, self.eps,
+                                  self.reduction)
+
+
+class GaussianNLLLoss(_Loss):
+    def __init__(self, full: bool = False, eps: float = 1e-6, reduction: str = "mean"):
+        super().__init__(reduction)
+        self.full, self.eps = full, eps
+
+    def forward(self, input: Tensor, target: Tensor, var) -> Tensor:  # noqa: A002
+        return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)

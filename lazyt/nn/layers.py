@@ -1,0 +1,407 @@
+"""More of torch's small layers: the padding modules (`ZeroPad2d`, `ConstantPad1d`,
+`ReflectionPad2d`, ...), `PixelShuffle`/`PixelUnshuffle`, `PReLU`, `Bilinear`, `InstanceNorm*d`,
+and the parameter containers `ParameterList`/`ParameterDict`, with their functional forms in
+`lazyt.nn.functional` (`pixel_shuffle`, `pixel_unshuffle`, `prelu`, `bilinear`,
+`instance_norm`)."""
+from __future__ import annotations
+
+import math
+from typing import Iterable, Iterator, Mapping
+
+from .. import creation
+from ..errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
+from ..functional import where
+from ..layout import pad
+from ..tensor import Tensor
+from .module import Module, ModuleError
+from .normalization import batch_norm
+from .parameter import Parameter
+
+
+# ---------------------------------------------------------------------- padding modules
+class _Pad(Module):
+    """torch's padding modules: `padding` an int (every side of the `_dims` trailing dims) or
+    a tuple of (before, after) pairs from the last dim, as `F.pad` takes it."""
+
+    _dims = 1
+    _mode = "constant"
+    _takes_value = False
+
+    def __init__(self, padding, value: float = 0.0):
+        super().__init__()
+        n = 2 * self._dims
+        if isinstance(padding, int) and not isinstance(padding, bool):
+            padding = (padding,) * n
+        padding = tuple(padding)
+        if len(padding) != n or not all(isinstance(p, int) for p in padding):
+            raise InvalidArgumentError(f"{type(self).__name__}: padding must be an int or "
+                                       f"{n} ints, got {padding!r}")
+        self.padding = padding
+        self.value = value
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not isinstance(x, Tensor) or x.ndim < self._dims + 1:
+            raise ShapeError(f"{type(self).__name__}: expected an input of at least "
+                             f"{self._dims + 1} dims, got {getattr(x, 'shape', None)}")
+        if self._mode == "constant":
+            return pad(x, self.padding, "constant", self.value)
+        return pad(x, self.padding, self._mode)
+
+    def extra_repr(self) -> str:
+        extra = f", value={self.value}" if self._takes_value else ""
+        return f"{self.padding}{extra}"
+
+
+def _pad_class(name: str, dims: int, mode: str, constant_value: bool) -> type:
+    doc = f"`F.pad(x, padding, {mode!r})` over the last {dims} dim{'s' if dims > 1 else ''}."
+    if constant_value:
+        def init(self, padding, value: float):
+            _Pad.__init__(self, padding, value)
+    else:
+        def init(self, padding):
+            _Pad.__init__(self, padding, 0.0)
+    return type(name, (_Pad,), {"__init__": init, "__doc__": doc, "_dims": dims,
+                                "_mode": mode, "_takes_value": constant_value,
+                                "__module__": __name__})
+
+
+ConstantPad1d = _pad_class("ConstantPad1d", 1, "constant", True)
+ConstantPad2d = _pad_class("ConstantPad2d", 2, "constant", True)
+ConstantPad3d = _pad_class("ConstantPad3d", 3, "constant", True)
+ZeroPad1d = _pad_class("ZeroPad1d", 1, "constant", False)
+ZeroPad2d = _pad_class("ZeroPad2d", 2, "constant", False)
+ZeroPad3d = _pad_class("ZeroPad3d", 3, "constant", False)
+ReflectionPad1d = _pad_class("ReflectionPad1d", 1, "reflect", False)
+ReflectionPad2d = _pad_class("ReflectionPad2d", 2, "reflect", False)
+ReflectionPad3d = _pad_class("ReflectionPad3d", 3, "reflect", False)
+ReplicationPad1d = _pad_class("ReplicationPad1d", 1, "replicate", False)
+ReplicationPad2d = _pad_class("ReplicationPad2d", 2, "replicate", False)
+ReplicationPad3d = _pad_class("ReplicationPad3d", 3, "replicate", False)
+CircularPad1d = _pad_class("CircularPad1d", 1, "circular", False)
+CircularPad2d = _pad_class("CircularPad2d", 2, "circular", False)
+CircularPad3d = _pad_class("CircularPad3d", 3, "circular", False)
+
+
+# ---------------------------------------------------------------------- pixel shuffle
+def _factor(fn: str, r) -> int:
+    if isinstance(r, bool) or not isinstance(r, int) or r < 1:
+        raise InvalidArgumentError(f"{fn}: the factor must be a positive int, got {r!r}")
+    return r
+
+
+def pixel_shuffle(input: Tensor, upscale_factor: int) -> Tensor:  # noqa: A002
+    """[*, C r^2, H, W] -> [*, C, H r, W r] (sub-pixel convolution's rearrangement)."""
+    r = _factor("pixel_shuffle", upscale_factor)
+    if not isinstance(input, Tensor) or input.ndim < 3 or input.shape[-3] % (r * r):
+        raise ShapeError(f"pixel_shuffle: expected [*, C * {r * r}, H, W], got "
+                         f"{getattr(input, 'shape', type(input).__name__)}")
+    *lead, c, h, w = input.shape
+    nl = len(lead)
+    x = input.reshape(*lead, c // (r * r), r, r, h, w)
+    x = x.permute(*range(nl), nl, nl + 3, nl + 1, nl + 4, nl + 2)
+    return x.reshape(*lead, c // (r * r), h * r, w * r)
+
+
+def pixel_unshuffle(input: Tensor, downscale_factor: int) -> Tensor:  # noqa: A002
+    """[*, C, H r, W r] -> [*, C r^2, H, W] (the inverse of `pixel_shuffle`)."""
+    r = _factor("pixel_unshuffle", downscale_factor)
+    if not isinstance(input, Tensor) or input.ndim < 3 or input.shape[-1] % r or \
+            input.shape[-2] % r:
+        raise ShapeError(f"pixel_unshuffle: expected [*, C, H, W] with H and W divisible by "
+                         f"{r}, got {getattr(input, 'shape', type(input).__name__)}")
+    *lead, c, h, w = input.shape
+    nl = len(lead)
+    x = input.reshape(*lead, c, h // r, r, w // r, r)
+    x = x.permute(*range(nl), nl, nl + 2, nl + 4, nl + 1, nl + 3)
+    return x.reshape(*lead, c * r * r, h // r, w // r)
+
+
+class PixelShuffle(Module):
+    def __init__(self, upscale_factor: int):
+        super().__init__()
+        self.upscale_factor = _factor("PixelShuffle", upscale_factor)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return pixel_shuffle(x, self.upscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"upscale_factor={self.upscale_factor}"
+
+
+class PixelUnshuffle(Module):
+    def __init__(self, downscale_factor: int):
+        super().__init__()
+        self.downscale_factor = _factor("PixelUnshuffle", downscale_factor)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return pixel_unshuffle(x, self.downscale_factor)
+
+    def extra_repr(self) -> str:
+        return f"downscale_factor={self.downscale_factor}"
+
+
+# ---------------------------------------------------------------------- PReLU, Bilinear
+def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
+    """`x` where x >= 0, else `weight * x`, with one weight or one per channel (dim 1)."""
+    if not isinstance(input, Tensor) or not input.dtype.is_float:
+        raise DTypeError(f"prelu: expected a floating-point tensor input, got "
+                         f"{getattr(input, 'dtype', type(input).__name__)}")
+    if not isinstance(weight, Tensor) or weight.ndim > 1:
+        raise ShapeError(f"prelu: weight must be a 1-D tensor, got "
+                         f"{getattr(weight, 'shape', type(weight).__name__)}")
+    n = weight.numel()
+    if n != 1:
+        if input.ndim < 2 or input.shape[1] != n:
+            raise ShapeError(f"prelu: {n} weights need {n} channels in dim 1, got input of "
+                             f"shape {input.shape}")
+        weight = weight.reshape((1, n) + (1,) * (input.ndim - 2))
+    else:
+        weight = weight.reshape(())
+    return where(input > 0, input, weight * input)  # x = 0 takes the weight's side (torch)
+
+
+class PReLU(Module):
+    """`x` where x >= 0, else `a * x` with learned `a` (`num_parameters` of them, one per
+    channel, or one shared), initialized to `init`."""
+
+    def __init__(self, num_parameters: int = 1, init: float = 0.25, device=None, dtype=None):
+        super().__init__()
+        self.num_parameters = num_parameters
+        self.weight = Parameter(creation.full((num_parameters,), init, dtype=dtype,
+                                              device=device))
+
+    def forward(self, x: Tensor) -> Tensor:
+        return prelu(x, self.weight)
+
+    def extra_repr(self) -> str:
+        return f"num_parameters={self.num_parameters}"
+
+
+def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
+             bias: Tensor | None = None) -> Tensor:
+    """`y_k = x1^T W_k x2 + b_k`: input1 [*, in1], input2 [*, in2], weight [out, in1, in2]."""
+    for name, t in (("input1", input1), ("input2", input2), ("weight", weight)):
+        if not isinstance(t, Tensor):
+            raise DTypeError(f"bilinear: {name} must be a Tensor, got {type(t).__name__}")
+    if weight.ndim != 3 or input1.shape[-1:] != weight.shape[1:2] or \
+            input2.shape[-1:] != weight.shape[2:3] or input1.shape[:-1] != input2.shape[:-1]:
+        raise ShapeError(f"bilinear: expected input1 [*, {weight.shape[1:2]}], input2 "
+                         f"[*, {weight.shape[2:3]}] with one batch shape and weight [out, in1, "
+                         f"in2], got {input1.shape}, {input2.shape}, {weight.shape}")
+    lead = input1.shape[:-1]
+    x1 = input1.reshape(-1, weight.shape[1])
+    x2 = input2.reshape(-1, weight.shape[2])
+    # (x1 W_k) for every k at once: [n, out * in2], then the dot with x2 per k
+    t = (x1 @ weight.permute(1, 0, 2).reshape(weight.shape[1], -1))
+    y = (t.reshape(-1, weight.shape[0], weight.shape[2]) * x2.unsqueeze(1)).sum(-1)
+    if bias is not None:
+        y = y + bias
+    return y.reshape(*lead, weight.shape[0])
+
+
+class Bilinear(Module):
+    """torch's `nn.Bilinear(in1_features, in2_features, out_features)`: weight
+    [out, in1, in2] and bias [out], uniform in +-1/sqrt(in1_features)."""
+
+    def __init__(self, in1_features: int, in2_features: int, out_features: int,
+                 bias: bool = True, device=None, dtype=None):
+        super().__init__()
+        self.in1_features, self.in2_features = in1_features, in2_features
+        self.out_features = out_features
+        bound = 1 / math.sqrt(in1_features)
+
+        def uniform(shape):
+            u = creation.rand(shape, dtype=dtype, device=device)
+            return Parameter(u * (2 * bound) - bound)
+        self.weight = uniform((out_features, in1_features, in2_features))
+        if bias:
+            self.bias = uniform((out_features,))
+        else:
+            self.register_parameter("bias", None)
+
+    def forward(self, input1: Tensor, input2: Tensor) -> Tensor:
+        return bilinear(input1, input2, self.weight, self.bias)
+
+    def extra_repr(self) -> str:
+        return (f"in1_features={self.in1_features}, in2_features={self.in2_features}, "
+                f"out_features={self.out_features}, bias={self.bias is not None}")
+
+
+# ---------------------------------------------------------------------- instance norm
+def instance_norm(input: Tensor, running_mean=None, running_var=None,  # noqa: A002
+                  weight: Tensor | None = None, bias: Tensor | None = None,
+                  use_input_stats: bool = True, momentum: float = 0.1,
+                  eps: float = 1e-5) -> Tensor:
+    """torch's `F.instance_norm`: each sample's channels normalized over their positions
+    (a batch norm of the input seen as one sample of N * C channels); running statistics,
+    when given, are updated with the mean over the batch and used when not
+    `use_input_stats`."""
+    if not isinstance(input, Tensor) or input.ndim < 3:
+        raise ShapeError(f"instance_norm: expected an input [N, C, *] of at least 3 dims, got "
+                         f"{getattr(input, 'shape', type(input).__name__)}")
+    n, c = input.shape[:2]
+    rest = input.shape[2:]
+    x = input.reshape(1, n * c, *rest)
+
+    def per_sample(t):
+        return None if t is None else t.reshape(1, c).expand(n, c).reshape(n * c)
+    if not use_input_stats:
+        return batch_norm(input, running_mean, running_var, weight, bias, False, momentum, eps)
+    rm = None if running_mean is None else per_sample(running_mean) * 1
+    rv = None if running_var is None else per_sample(running_var) * 1
+    y = batch_norm(x, rm, rv, per_sample(weight), per_sample(bias), True, momentum, eps)
+    if running_mean is not None:  # the batch's mean of the per-sample updates
+        from ..autodiff import no_grad
+        with no_grad():
+            running_mean.copy_(rm.reshape(n, c).mean(0))
+            running_var.copy_(rv.reshape(n, c).mean(0))
+    return y.reshape(input.shape)
+
+
+class _InstanceNorm(Module):
+    """torch's `nn.InstanceNorm*d(num_features)`: no affine parameters and no running
+    statistics by default (`affine=True`, `track_running_stats=True` add them)."""
+
+    _dims: tuple = ()
+
+    def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
+                 affine: bool = False, track_running_stats: bool = False, device=None,
+                 dtype=None):
+        super().__init__()
+        self.num_features, self.eps, self.momentum = num_features, eps, momentum
+        self.affine, self.track_running_stats = affine, track_running_stats
+        kw = dict(dtype=dtype, device=device)
+        if affine:
+            self.weight = Parameter(creation.ones((num_features,), **kw))
+            self.bias = Parameter(creation.zeros((num_features,), **kw))
+        else:
+            self.register_parameter("weight", None)
+            self.register_parameter("bias", None)
+        if track_running_stats:
+            self.register_buffer("running_mean", creation.zeros((num_features,), **kw))
+            self.register_buffer("running_var", creation.ones((num_features,), **kw))
+        else:
+            self.register_buffer("running_mean", None)
+            self.register_buffer("running_var", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        name = type(self).__name__
+        if not isinstance(x, Tensor) or x.ndim not in self._dims:
+            raise ShapeError(f"{name}: expected {' or '.join(f'{d}D' for d in self._dims)} "
+                             f"input, got {getattr(x, 'shape', type(x).__name__)}")
+        unbatched = x.ndim == min(self._dims)
+        if unbatched:
+            x = x.unsqueeze(0)
+        if x.shape[1] != self.num_features and self.affine:
+            raise ShapeError(f"{name}: expected {self.num_features} channels in dim 1, got "
+                             f"input of shape {x.shape}")
+        use_input = self.training or not self.track_running_stats
+        y = instance_norm(x, self.running_mean, self.running_var, self.weight, self.bias,
+                          use_input, self.momentum, self.eps)
+        return y.squeeze(0) if unbatched else y
+
+    def extra_repr(self) -> str:
+        return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
+                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+
+
+class InstanceNorm1d(_InstanceNorm):
+    """Over [N, C, L] (or unbatched [C, L])."""
+
+    _dims = (2, 3)
+
+
+class InstanceNorm2d(_InstanceNorm):
+    """Over [N, C, H, W] (or unbatched [C, H, W])."""
+
+    _dims = (3, 4)
+
+
+class InstanceNorm3d(_InstanceNorm):
+    """Over [N, C, D, H, W] (or unbatched [C, D, H, W])."""
+
+    _dims = (4, 5)
+
+
+# ---------------------------------------------------------------------- parameter containers
+def _param(owner: str, p) -> Parameter:
+    if not isinstance(p, Parameter):
+        raise ModuleError(f"{owner}: needs Parameters, got {type(p).__name__} (wrap it: "
+                          "nn.Parameter(tensor))")
+    return p
+
+
+class ParameterList(Module):
+    """Parameters registered as "0", "1", ... (so optimizers and `state_dict` see them)."""
+
+    def __init__(self, values: Iterable[Parameter] | None = None):
+        super().__init__()
+        for v in values or ():
+            self.append(v)
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self) -> Iterator[Parameter]:
+        return iter(list(self._parameters.values()))
+
+    def __getitem__(self, i: int) -> Parameter:
+        values = list(self._parameters.values())
+        if not -len(values) <= i < len(values):
+            raise IndexOutOfRangeError(f"ParameterList: index {i} out of range for length "
+                                       f"{len(values)}")
+        return values[i]
+
+    def __setitem__(self, i: int, p: Parameter) -> None:
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexOutOfRangeError(f"ParameterList: index {i} out of range for length {n}")
+        self.register_parameter(str(i % n), _param("ParameterList", p))
+
+    def append(self, p: Parameter) -> "ParameterList":
+        self.register_parameter(str(len(self)), _param("ParameterList", p))
+        return self
+
+    def extend(self, values: Iterable[Parameter]) -> "ParameterList":
+        for v in values:
+            self.append(v)
+        return self
+
+
+class ParameterDict(Module):
+    """Parameters by string key (keys without dots)."""
+
+    def __init__(self, parameters: Mapping[str, Parameter] | None = None):
+        super().__init__()
+        for k, v in (parameters or {}).items():
+            self[k] = v
+
+    def __getitem__(self, key: str) -> Parameter:
+        return self._parameters[key]
+
+    def __setitem__(self, key: str, p: Parameter) -> None:
+        if not isinstance(key, str) or not key or "." in key:
+            raise ModuleError(f"ParameterDict: keys must be non-empty strings without dots, "
+                              f"got {key!r}")
+        self.register_parameter(key, _param("ParameterDict", p))
+
+    def __delitem__(self, key: str) -> None:
+        del self._parameters[key]
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._parameters
+
+    def __len__(self) -> int:
+        return len(self._parameters)
+
+    def __iter__(self):
+        return iter(self._parameters)
+
+    def keys(self):
+        return self._parameters.keys()
+
+    def values(self):
+        return self._parameters.values()
+
+    def items(self):
+        return self._parameters.items()

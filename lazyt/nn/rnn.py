@@ -1,0 +1,319 @@
+"""torch's recurrent layers: `RNN`, `LSTM`, `GRU` and their cells, with torch's parameter
+names (`weight_ih_l0`, `weight_hh_l0_reverse`, ...: a torch `state_dict` loads as it is), gate
+order (LSTM: input, forget, cell, output; GRU: reset, update, new), shapes and defaults.
+
+The input projections of a whole sequence are one product per layer and direction; the steps
+then run one after the other, each a product with the hidden state and a few elementwise ops
+that the Fusion layer fuses, so a sequence of length L records about 6 L ops per layer and
+direction (lazily: nothing runs until a value is read). Packed sequences and LSTM's
+`proj_size` are not supported.
+"""
+from __future__ import annotations
+
+import math
+
+from .. import creation
+from ..errors import DTypeError, InvalidArgumentError, ShapeError
+from ..functional import cat, stack
+from ..tensor import Tensor
+from .dropout import _probability, drop
+from .module import Module
+from .parameter import Parameter
+
+_GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
+
+
+def _uniform(shape: tuple, bound: float, dtype, device) -> Parameter:
+    return Parameter(creation.rand(shape, dtype=dtype, device=device) * (2 * bound) - bound)
+
+
+def _rnn_step(mode: str, gx: Tensor, h: Tensor, c, w_hh: Tensor, b_hh):
+    """One step from the input's projection `gx` ([N, gates * H], bias_ih included): the new
+    (h, c) (c is None but for LSTM)."""
+    gh = h @ w_hh.mT
+    if b_hh is not None:
+        gh = gh + b_hh
+    if mode == "LSTM":
+        i, f, g, o = (gx + gh).chunk(4, -1)
+        c = f.sigmoid() * c + i.sigmoid() * g.tanh()
+        return o.sigmoid() * c.tanh(), c
+    if mode == "GRU":
+        xr, xz, xn = gx.chunk(3, -1)
+        hr, hz, hn = gh.chunk(3, -1)
+        r = (xr + hr).sigmoid()
+        z = (xz + hz).sigmoid()
+        n = (xn + r * hn).tanh()
+        return (1 - z) * n + z * h, None
+    pre = gx + gh
+    return (pre.tanh() if mode == "RNN_TANH" else pre.relu()), None
+
+
+class _RNNBase(Module):
+    mode = "RNN_TANH"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, device=None, dtype=None):
+        super().__init__()
+        name = type(self).__name__
+        for arg, v in (("input_size", input_size), ("hidden_size", hidden_size),
+                       ("num_layers", num_layers)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise InvalidArgumentError(f"{name}: {arg} must be a positive int, got {v!r}")
+        self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
+        self.bias, self.batch_first, self.bidirectional = bias, batch_first, bidirectional
+        self.dropout = _probability(name, dropout)
+        gates = _GATES[self.mode] * hidden_size
+        bound = 1.0 / math.sqrt(hidden_size)
+        self._names = []
+        for layer in range(num_layers):
+            for sfx in ("", "_reverse") if bidirectional else ("",):
+                width = input_size if layer == 0 else hidden_size * (2 if bidirectional else 1)
+                names = [f"weight_ih_l{layer}{sfx}", f"weight_hh_l{layer}{sfx}"]
+                shapes = [(gates, width), (gates, hidden_size)]
+                if bias:
+                    names += [f"bias_ih_l{layer}{sfx}", f"bias_hh_l{layer}{sfx}"]
+                    shapes += [(gates,), (gates,)]
+                for n, s in zip(names, shapes):
+                    setattr(self, n, _uniform(s, bound, dtype, device))
+                self._names.append(names)
+
+    @property
+    def _directions(self) -> int:
+        return 2 if self.bidirectional else 1
+
+    def _check_input(self, x) -> tuple:
+        name = type(self).__name__
+        if not isinstance(x, Tensor) or x.ndim not in (2, 3):
+            raise ShapeError(f"{name}: input must be 2-D (unbatched) or 3-D, got "
+                             f"{getattr(x, 'shape', type(x).__name__)}")
+        if not x.dtype.is_float:
+            raise DTypeError(f"{name}: expected a floating-point input, got {x.dtype.name}")
+        if x.shape[-1] != self.input_size:
+            raise ShapeError(f"{name}: input of shape {x.shape} should end with "
+                             f"input_size={self.input_size}")
+        batched = x.ndim == 3
+        if not batched:
+            x = x.unsqueeze(1)
+        elif self.batch_first:
+            x = x.transpose(0, 1)
+        return x, batched
+
+    def _state(self, h, n: int, batched: bool, what: str, like: Tensor) -> Tensor:
+        want = (self.num_layers * self._directions, n, self.hidden_size)
+        if h is None:
+            return creation.zeros(want, dtype=like.dtype, device=like.device)
+        if not isinstance(h, Tensor):
+            raise DTypeError(f"{type(self).__name__}: {what} must be a Tensor, got "
+                             f"{type(h).__name__}")
+        if not batched:
+            h = h.unsqueeze(1)
+        if h.shape != want:
+            got = h.shape if batched else h.squeeze(1).shape
+            raise ShapeError(f"{type(self).__name__}: {what} should have shape "
+                             f"{want if batched else (want[0], want[2])}, got {got}")
+        return h
+
+    def _run(self, x: Tensor, h0: Tensor, c0):
+        """x [L, N, in]: (output [L, N, D * H], h_n, c_n or None)."""
+        seq = x.shape[0]
+        hs, cs = [], []
+        layer_in = x
+        k = 0
+        for layer in range(self.num_layers):
+            outs = []
+            for direction in range(self._directions):
+                names = self._names[k]
+                w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
+                b_ih = getattr(self, names[2]) if self.bias else None
+                b_hh = getattr(self, names[3]) if self.bias else None
+                gx = layer_in @ w_ih.mT  # every step's input projection in one product
+                if b_ih is not None:
+                    gx = gx + b_ih
+                h = h0[k]
+                c = None if c0 is None else c0[k]
+                steps = range(seq - 1, -1, -1) if direction else range(seq)
+                ys = [None] * seq
+                for t in steps:
+                    h, c = _rnn_step(self.mode, gx[t], h, c, w_hh, b_hh)
+                    ys[t] = h
+                outs.append(stack(ys, 0))
+                hs.append(h)
+                cs.append(c)
+                k += 1
+            layer_in = outs[0] if len(outs) == 1 else cat(outs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_in = drop(layer_in, self.dropout)
+        return layer_in, stack(hs, 0), None if c0 is None else stack(cs, 0)
+
+    def extra_repr(self) -> str:
+        s = f"{self.input_size}, {self.hidden_size}"
+        if self.num_layers != 1:
+            s += f", num_layers={self.num_layers}"
+        if not self.bias:
+            s += ", bias=False"
+        if self.batch_first:
+            s += ", batch_first=True"
+        if self.dropout:
+            s += f", dropout={self.dropout}"
+        if self.bidirectional:
+            s += ", bidirectional=True"
+        return s
+
+
+def _output(module: _RNNBase, out: Tensor, batched: bool) -> Tensor:
+    """The output [L, N, D * H] in the caller's layout."""
+    if not batched:
+        return out.squeeze(1)
+    return out.transpose(0, 1) if module.batch_first else out
+
+
+class RNN(_RNNBase):
+    """torch's `nn.RNN`: `h' = tanh(x W_ih^T + b_ih + h W_hh^T + b_hh)` (or relu with
+    `nonlinearity="relu"`). `forward(input, hx=None)` returns `(output, h_n)`."""
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 nonlinearity: str = "tanh", bias: bool = True, batch_first: bool = False,
+                 dropout: float = 0.0, bidirectional: bool = False, device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise InvalidArgumentError(f"RNN: nonlinearity must be 'tanh' or 'relu', got "
+                                       f"{nonlinearity!r}")
+        self.nonlinearity = nonlinearity
+        self.mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple:  # noqa: A002
+        x, batched = self._check_input(input)
+        h0 = self._state(hx, x.shape[1], batched, "hx", x)
+        out, hn, _ = self._run(x, h0, None)
+        return _output(self, out, batched), hn if batched else hn.squeeze(1)
+
+
+class GRU(_RNNBase):
+    """torch's `nn.GRU` (gates reset, update, new). `forward(input, hx=None)` returns
+    `(output, h_n)`."""
+
+    mode = "GRU"
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple:  # noqa: A002
+        x, batched = self._check_input(input)
+        h0 = self._state(hx, x.shape[1], batched, "hx", x)
+        out, hn, _ = self._run(x, h0, None)
+        return _output(self, out, batched), hn if batched else hn.squeeze(1)
+
+
+class LSTM(_RNNBase):
+    """torch's `nn.LSTM` (gates input, forget, cell, output). `forward(input, (h0, c0))`
+    returns `(output, (h_n, c_n))`. `proj_size` is not supported."""
+
+    mode = "LSTM"
+
+    def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
+                 bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
+                 bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
+        if proj_size:
+            raise InvalidArgumentError("LSTM: proj_size is not supported")
+        super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
+                         bidirectional, device, dtype)
+
+    def forward(self, input: Tensor, hx: tuple | None = None) -> tuple:  # noqa: A002
+        x, batched = self._check_input(input)
+        if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise InvalidArgumentError("LSTM: hx must be a pair (h_0, c_0) or None")
+        h0 = self._state(None if hx is None else hx[0], x.shape[1], batched, "h_0", x)
+        c0 = self._state(None if hx is None else hx[1], x.shape[1], batched, "c_0", x)
+        out, hn, cn = self._run(x, h0, c0)
+        if not batched:
+            hn, cn = hn.squeeze(1), cn.squeeze(1)
+        return _output(self, out, batched), (hn, cn)
+
+
+class _CellBase(Module):
+    mode = "RNN_TANH"
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True, device=None,
+                 dtype=None):
+        super().__init__()
+        self.input_size, self.hidden_size, self.bias = input_size, hidden_size, bias
+        gates = _GATES[self.mode] * hidden_size
+        bound = 1.0 / math.sqrt(hidden_size)
+        self.weight_ih = _uniform((gates, input_size), bound, dtype, device)
+        self.weight_hh = _uniform((gates, hidden_size), bound, dtype, device)
+        if bias:
+            self.bias_ih = _uniform((gates,), bound, dtype, device)
+            self.bias_hh = _uniform((gates,), bound, dtype, device)
+        else:
+            self.register_parameter("bias_ih", None)
+            self.register_parameter("bias_hh", None)
+
+    def _input(self, x) -> tuple:
+        name = type(self).__name__
+        if not isinstance(x, Tensor) or x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
+            raise ShapeError(f"{name}: input must be [N, {self.input_size}] or "
+                             f"[{self.input_size}], got {getattr(x, 'shape', type(x).__name__)}")
+        batched = x.ndim == 2
+        return (x if batched else x.unsqueeze(0)), batched
+
+    def _hidden(self, h, x: Tensor, batched: bool, what: str) -> Tensor:
+        if h is None:
+            return creation.zeros((x.shape[0], self.hidden_size), dtype=x.dtype,
+                                  device=x.device)
+        h = h if batched else h.unsqueeze(0)
+        if h.shape != (x.shape[0], self.hidden_size):
+            raise ShapeError(f"{type(self).__name__}: {what} should have shape "
+                             f"{(x.shape[0], self.hidden_size)}, got {h.shape}")
+        return h
+
+    def _step(self, x: Tensor, h: Tensor, c):
+        gx = x @ self.weight_ih.mT
+        if self.bias_ih is not None:
+            gx = gx + self.bias_ih
+        return _rnn_step(self.mode, gx, h, c, self.weight_hh, self.bias_hh)
+
+    def extra_repr(self) -> str:
+        return f"{self.input_size}, {self.hidden_size}" + ("" if self.bias else ", bias=False")
+
+
+class RNNCell(_CellBase):
+    """torch's `nn.RNNCell`: one step, `h' = tanh(...)` (or relu)."""
+
+    def __init__(self, input_size: int, hidden_size: int, bias: bool = True,
+                 nonlinearity: str = "tanh", device=None, dtype=None):
+        if nonlinearity not in ("tanh", "relu"):
+            raise InvalidArgumentError(f"RNNCell: nonlinearity must be 'tanh' or 'relu', got "
+                                       f"{nonlinearity!r}")
+        self.nonlinearity = nonlinearity
+        self.mode = "RNN_TANH" if nonlinearity == "tanh" else "RNN_RELU"
+        super().__init__(input_size, hidden_size, bias, device, dtype)
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:  # noqa: A002
+        x, batched = self._input(input)
+        h, _ = self._step(x, self._hidden(hx, x, batched, "hx"), None)
+        return h if batched else h.squeeze(0)
+
+
+class GRUCell(_CellBase):
+    """torch's `nn.GRUCell`: one step."""
+
+    mode = "GRU"
+
+    def forward(self, input: Tensor, hx: Tensor | None = None) -> Tensor:  # noqa: A002
+        x, batched = self._input(input)
+        h, _ = self._step(x, self._hidden(hx, x, batched, "hx"), None)
+        return h if batched else h.squeeze(0)
+
+
+class LSTMCell(_CellBase):
+    """torch's `nn.LSTMCell`: one step; returns `(h', c')`."""
+
+    mode = "LSTM"
+
+    def forward(self, input: Tensor, hx: tuple | None = None) -> tuple:  # noqa: A002
+        x, batched = self._input(input)
+        if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
+            raise InvalidArgumentError("LSTMCell: hx must be a pair (h, c) or None")
+        h = self._hidden(None if hx is None else hx[0], x, batched, "h")
+        c = self._hidden(None if hx is None else hx[1], x, batched, "c")
+        h, c = self._step(x, h, c)
+        return (h, c) if batched else (h.squeeze(0), c.squeeze(0))

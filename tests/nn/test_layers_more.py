@@ -1,0 +1,163 @@
+"""The padding modules, pixel shuffle, PReLU, Bilinear, instance norm and the parameter
+containers: values against numpy references on every device, float64 gradients, errors, and
+torch's modules where torch is installed."""
+import numpy as np
+import pytest
+
+import lazyt
+import lazyt.nn.functional as F
+from lazyt import nn
+from lazyt.testing import gradcheck
+
+try:
+    import torch
+    import torch.nn.functional as TF
+except ImportError:  # the comparisons with torch skip; the numpy references still run
+    torch = None
+
+needs_torch = pytest.mark.skipif(torch is None, reason="torch is not installed here")
+
+
+def arr(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+@pytest.mark.parametrize("cls,padding,mode", [
+    (nn.ZeroPad2d, (1, 2, 0, 3), "constant"), (nn.ZeroPad1d, 2, "constant"),
+    (nn.ReflectionPad1d, (2, 1), "reflect"), (nn.ReflectionPad2d, 1, "reflect"),
+    (nn.ReplicationPad2d, (1, 0, 2, 1), "edge"), (nn.ReplicationPad3d, 1, "edge"),
+    (nn.CircularPad2d, (1, 1, 2, 0), "wrap"), (nn.CircularPad1d, 1, "wrap")])
+def test_padding_modules(device, check, rng, cls, padding, mode):
+    x = arr(rng, 2, 3, 4, 5)
+    dims = cls._dims
+    pads = (padding,) * 2 * dims if isinstance(padding, int) else padding
+    width = [(0, 0)] * (4 - dims) + [(pads[2 * k], pads[2 * k + 1])
+                                    for k in reversed(range(dims))]
+    check(cls(padding)(lazyt.tensor(x, device=device)), np.pad(x, width, mode=mode))
+
+
+def test_constant_pad_value_and_errors():
+    x = np.ones((2, 3), np.float32)
+    got = nn.ConstantPad1d((1, 0), 7.5)(lazyt.tensor(x)).numpy()
+    np.testing.assert_array_equal(got[:, 0], 7.5)
+    with pytest.raises(lazyt.InvalidArgumentError, match="ZeroPad2d"):
+        nn.ZeroPad2d((1, 2, 3))
+    with pytest.raises(lazyt.ShapeError, match="ReflectionPad2d"):
+        nn.ReflectionPad2d(1)(lazyt.ones(4))
+    assert repr(nn.ZeroPad2d(2)) == "ZeroPad2d((2, 2, 2, 2))"
+
+
+def test_pixel_shuffle_round_trip(device, check, rng):
+    x = arr(rng, 2, 8, 3, 5)
+    y = F.pixel_shuffle(lazyt.tensor(x, device=device), 2)
+    want = x.reshape(2, 2, 2, 2, 3, 5).transpose(0, 1, 4, 2, 5, 3).reshape(2, 2, 6, 10)
+    check(y, want)
+    check(nn.PixelUnshuffle(2)(y), x)
+    check(nn.PixelShuffle(2)(lazyt.tensor(x[0], device=device)), want[0])  # no batch dim
+    with pytest.raises(lazyt.ShapeError, match="pixel_shuffle"):
+        F.pixel_shuffle(lazyt.ones((1, 6, 2, 2)), 2)
+    with pytest.raises(lazyt.InvalidArgumentError, match="pixel_unshuffle"):
+        F.pixel_unshuffle(lazyt.ones((1, 4, 2, 2)), 0)
+
+
+def test_prelu(device, check, rng):
+    x = arr(rng, 2, 3, 4)
+    x[0, 0, 0] = 0.0
+    w = np.array([0.1, 0.2, 0.3], np.float32)
+    check(F.prelu(lazyt.tensor(x, device=device), lazyt.tensor(w, device=device)),
+          np.where(x > 0, x, w[None, :, None] * x))
+    m = nn.PReLU(device=device)
+    check(m(lazyt.tensor(x, device=device)), np.where(x > 0, x, np.float32(0.25) * x))
+    xg = lazyt.tensor(np.array([[-1.0, 0.0, 2.0]])).require_grad()
+    wg = lazyt.tensor(np.array([0.3])).require_grad()
+    F.prelu(xg, wg).sum().backward()
+    np.testing.assert_allclose(xg.grad.numpy(), [[0.3, 0.3, 1.0]])  # x = 0 takes the weight
+    np.testing.assert_allclose(wg.grad.numpy(), [-1.0])
+    with pytest.raises(lazyt.ShapeError, match="prelu"):
+        F.prelu(lazyt.ones((2, 4)), lazyt.ones(3))
+
+
+def test_bilinear(device, check, rng):
+    a, b = arr(rng, 2, 4, 3), arr(rng, 2, 4, 5)
+    w, bias = arr(rng, 6, 3, 5), arr(rng, 6)
+    want = np.einsum("...i,kij,...j->...k", a.astype(np.float64), w, b) + bias
+    got = F.bilinear(lazyt.tensor(a, device=device), lazyt.tensor(b, device=device),
+                     lazyt.tensor(w, device=device), lazyt.tensor(bias, device=device))
+    check(got, want.astype(np.float32), atol=1e-5)
+    m = nn.Bilinear(3, 5, 6)
+    assert m.weight.shape == (6, 3, 5) and m(lazyt.tensor(a), lazyt.tensor(b)).shape == (2, 4, 6)
+    xa = lazyt.tensor(rng.standard_normal((2, 3))).require_grad()
+    xw = lazyt.tensor(rng.standard_normal((2, 3, 4))).require_grad()
+    xb = lazyt.tensor(rng.standard_normal((2, 4)))
+    assert gradcheck(lambda a, w: F.bilinear(a, xb, w), [xa, xw])
+    with pytest.raises(lazyt.ShapeError, match="bilinear"):
+        F.bilinear(lazyt.ones((2, 3)), lazyt.ones((2, 4)), lazyt.ones((6, 3, 5)))
+
+
+def np_instance(x, eps=1e-5):
+    axes = tuple(range(2, x.ndim))
+    m = x.mean(axes, keepdims=True)
+    return (x - m) / np.sqrt(x.var(axes, keepdims=True) + eps)
+
+
+@pytest.mark.parametrize("cls,shape", [(nn.InstanceNorm1d, (2, 3, 7)),
+                                       (nn.InstanceNorm2d, (2, 3, 4, 5)),
+                                       (nn.InstanceNorm3d, (2, 3, 2, 3, 2))])
+def test_instance_norm(device, check, rng, cls, shape):
+    x = arr(rng, *shape) * 2 + 1
+    check(cls(3, device=device)(lazyt.tensor(x, device=device)),
+          np_instance(x.astype(np.float64)).astype(np.float32), atol=1e-5)
+    unbatched = cls(3, device=device)(lazyt.tensor(x[0], device=device))
+    check(unbatched, np_instance(x[:1].astype(np.float64))[0].astype(np.float32), atol=1e-5)
+    m = cls(3, affine=True, track_running_stats=True, device=device)
+    m(lazyt.tensor(x, device=device))
+    n = np.prod([shape[a] for a in range(2, len(shape))])
+    per = x.astype(np.float64).reshape(2, 3, -1)
+    check(m.running_mean, (0.1 * per.mean(-1).mean(0)).astype(np.float32), atol=1e-6)
+    check(m.running_var, (0.9 + 0.1 * (per.var(-1) * n / (n - 1)).mean(0)).astype(np.float32),
+          atol=1e-6)
+    m.eval()  # eval mode with tracked statistics normalizes by them
+    rm = m.running_mean.numpy().reshape((1, 3) + (1,) * (len(shape) - 2))
+    rv = m.running_var.numpy().reshape((1, 3) + (1,) * (len(shape) - 2))
+    check(m(lazyt.tensor(x, device=device)), ((x - rm) / np.sqrt(rv + 1e-5)).astype(np.float32),
+          atol=1e-5)
+
+
+def test_parameter_containers():
+    pl = nn.ParameterList([nn.Parameter(lazyt.ones(2)) for _ in range(2)])
+    pl.append(nn.Parameter(lazyt.zeros(3)))
+    assert len(pl) == 3 and pl[-1].shape == (3,)
+    assert [n for n, _ in pl.named_parameters()] == ["0", "1", "2"]
+    pd = nn.ParameterDict({"scale": nn.Parameter(lazyt.ones(2))})
+    pd["shift"] = nn.Parameter(lazyt.zeros(2))
+    assert list(pd.keys()) == ["scale", "shift"] and "scale" in pd and len(pd) == 2
+
+    class Model(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.ws = nn.ParameterList([nn.Parameter(lazyt.ones(2))])
+            self.extra = nn.ParameterDict({"b": nn.Parameter(lazyt.zeros(2))})
+    assert set(Model().state_dict()) == {"ws.0", "extra.b"}
+    with pytest.raises(nn.ModuleError, match="ParameterList"):
+        pl.append(lazyt.ones(2))
+    with pytest.raises(nn.ModuleError, match="ParameterDict"):
+        pd["a.b"] = nn.Parameter(lazyt.ones(1))
+    with pytest.raises(lazyt.IndexOutOfRangeError):
+        pl[5]
+
+
+@needs_torch
+def test_against_torch(rng):
+    x = arr(rng, 2, 8, 3, 4)
+    T, L = torch.tensor, lazyt.tensor
+    w = np.abs(arr(rng, 8))
+    pairs = [
+        (F.pixel_shuffle(L(x), 2), TF.pixel_shuffle(T(x), 2)),
+        (F.pixel_unshuffle(L(x), 1), TF.pixel_unshuffle(T(x), 1)),
+        (F.prelu(L(x), L(w)), TF.prelu(T(x), T(w))),
+        (F.instance_norm(L(x)), TF.instance_norm(T(x))),
+        (nn.ReflectionPad2d((1, 2, 2, 1))(L(x)), torch.nn.ReflectionPad2d((1, 2, 2, 1))(T(x))),
+        (nn.CircularPad2d(1)(L(x)), torch.nn.CircularPad2d(1)(T(x))),
+    ]
+    for got, want in pairs:
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
