@@ -80,3 +80,8 @@ __all__ += ["Bilinear", "CircularPad1d", "CircularPad2d", "CircularPad3d", "Cons
             "PixelUnshuffle", "PReLU", "ReflectionPad1d", "ReflectionPad2d", "ReflectionPad3d",
             "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d",
             "ZeroPad2d", "ZeroPad3d"]
+
+# gradient clipping and parameter vectors (torch.nn.utils)
+from . import utils  # noqa: E402
+
+__all__ += ["utils"]

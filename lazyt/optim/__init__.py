@@ -3,9 +3,10 @@ or from each parameter's accumulated `.grad` (torch's), learning-rate schedulers
 (`lazyt.optim.lr_scheduler`), and optimizer state saving (`save_state` / `load_state`)."""
 from . import lr_scheduler
 from .adam import Adam, AdamW
+from .adaptive import Adadelta, Adagrad, Adamax, NAdam, RAdam, RMSprop
 from .optimizer import Optimizer, OptimizerError
 from .serialization import load_state, save_state
 from .sgd import SGD
 
-__all__ = ["Optimizer", "OptimizerError", "SGD", "Adam", "AdamW", "lr_scheduler",
-           "save_state", "load_state"]
+__all__ = ["Optimizer", "OptimizerError", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad",
+           "Adadelta", "Adamax", "NAdam", "RAdam", "lr_scheduler", "save_state", "load_state"]
