@@ -6,9 +6,13 @@ from .base import LRScheduler
 from .cosine import CosineAnnealingLR
 from .lambda_lr import LambdaLR
 from .linear import LinearLR
+from .more import (ChainedScheduler, ConstantLR, CosineAnnealingWarmRestarts, MultiplicativeLR,
+                   PolynomialLR, ReduceLROnPlateau)
 from .one_cycle import OneCycleLR
 from .sequential import SequentialLR
 from .step import ExponentialLR, MultiStepLR, StepLR
 
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
-           "LinearLR", "OneCycleLR", "LambdaLR", "SequentialLR"]
+           "LinearLR", "OneCycleLR", "LambdaLR", "SequentialLR", "ConstantLR", "PolynomialLR",
+           "MultiplicativeLR", "CosineAnnealingWarmRestarts", "ReduceLROnPlateau",
+           "ChainedScheduler"]
