@@ -103,9 +103,12 @@ class Fusion(Backend):
         self._unary_def = ops.lookup("unary")
         self._extension_runners: dict = {}  # (extension op, argument layout) -> the same
         # declared primitives whose inner kernel takes a fused block in front of its input
+        # (ones with operand parameters, whose pattern is part of their arguments, are not
+        # supported: `plan._primitive_args` does not unpack them)
         self.prologue_prims = frozenset(
             n for n in getattr(inner, "prologue_ops", ())
-            if ops.find(n) is not None and not ops.find(n).is_composite)
+            if ops.find(n) is not None and not ops.find(n).is_composite
+            and not any(p.kind is ops.ParamKind.OPERAND for p in ops.find(n).params))
 
     def __repr__(self) -> str:
         return f"Fusion({self.inner!r})"

@@ -155,3 +155,57 @@ def test_a_compiled_function_replays_the_fused_reduction():
         np.testing.assert_array_equal(first, again)
     np.testing.assert_allclose(first, (a.astype(np.float64) ** 2 + 1).mean(-1), rtol=1e-5)
     assert f.cache_info().hits >= 1
+
+
+@needs_numba
+@pytest.mark.parametrize("shape", [(1, 1 << 22), (2, 1 << 22)])
+def test_long_rows_keep_their_accuracy(shape):
+    """Chunk sums add in float64: a long row's mean is as good as numpy's pairwise one."""
+    c = np.full(shape, 0.1, np.float32)
+    got = (lazyt.tensor(c) + 1).mean(-1).numpy()
+    np.testing.assert_allclose(got, 1.1, rtol=2e-7)
+    x = arr(*shape, seed=5)
+    total = (lazyt.tensor(x) * lazyt.tensor(x)).sum().numpy()
+    want = (x.astype(np.float64) ** 2).sum()
+    assert abs(total - want) / want < 2e-7
+
+
+@needs_numba
+@pytest.mark.parametrize("case", ["tall narrow full", "pow block", "one row full"])
+def test_the_plan_keeps_the_block_where_the_kernel_would_not_pay(case):
+    from lazyt.config import max_threads
+    from lazyt.fusion import find_fusion
+    if case == "one row full" and max_threads() < 2:
+        pytest.skip("one thread: a single row is one row per thread")
+    dev = lazyt.device("cpu")
+    fusion = find_fusion(dev.backend)
+    shape = {"tall narrow full": (1 << 17, 4), "pow block": (256, 512),
+             "one row full": (1, 1 << 17)}[case]
+    x = arr(*shape)
+    a = lazyt.tensor(x, device=dev)
+    if case == "pow block":  # numba does not compile `**`: the block stays a step of its own
+        y, want = ((a - 1) ** 2).mean(-1), ((x.astype(np.float64) - 1) ** 2).mean(-1)
+    else:
+        y, want = (a * 2 + 1).sum(), (x.astype(np.float64) * 2 + 1).sum()
+    plan = fusion._drain()
+    assert not any(isinstance(s, PrologueStep) for s in plan.steps)
+    np.testing.assert_allclose(y.numpy(), want, rtol=1e-5)
+
+
+def test_a_subclass_with_its_own_reduce_gets_the_block_and_the_reduce():
+    from lazyt.backends.numpy import NumpyBackend
+    from lazyt.fusion import Fusion
+
+    class Counting(NumpyBackend):
+        calls = 0
+
+        def reduce(self, op, x, dims, keepdim):
+            Counting.calls += 1
+            return super().reduce(op, x, dims, keepdim)
+    F = Fusion(Counting())
+    x = F.from_numpy(arr(256, 512))
+    from lazyt.ops import BinaryOp, ReduceOp
+    y = F.reduce(ReduceOp.SUM, F.binary(BinaryOp.MUL, x, x), (1,), False)
+    got = F.to_numpy(y)
+    assert Counting.calls == 1
+    np.testing.assert_allclose(got, (arr(256, 512).astype(np.float64) ** 2).sum(1), rtol=1e-5)

@@ -338,9 +338,16 @@ class NumpyBackend(Backend):
     prologue_ops = frozenset({"layer_norm", "reduce"})
 
     def takes_prologue(self, name, block, op_code, args) -> bool:
-        """`reduce`: where `jit.try_reduce` can run (from metadata); elsewhere the block keeps
-        its own step (and its in-place reuse)."""
-        return name != "reduce" or jit.reduce_applies(block, op_code, args[0])
+        """`reduce`: where `jit.try_reduce` can run (from metadata, and the block compiles),
+        unless a subclass replaces `run_fused` or `reduce` (it then gets both calls);
+        elsewhere the block keeps its own step (and its in-place reuse)."""
+        if name != "reduce":
+            return True
+        return self._own_reduce() and jit.reduce_applies(block, op_code, args[0])
+
+    def _own_reduce(self) -> bool:
+        cls = type(self)
+        return cls.run_fused is NumpyBackend.run_fused and cls.reduce is NumpyBackend.reduce
 
     def run_prologue(self, name, block, inputs, scalars, args):
         """`layer_norm` of a float32 sum `(a + b) [+ c]` of whole tensors and rows broadcast
@@ -355,7 +362,7 @@ class NumpyBackend(Backend):
             out = self._sum_layer_norm(block, inputs, *args)
             if out is not None:
                 return out
-        elif name == "reduce":
+        elif name == "reduce" and self._own_reduce():
             out = jit.try_reduce(block, inputs, scalars, *args)
             if out is not None:
                 return out
