@@ -37,6 +37,27 @@ class LoadResult(NamedTuple):
     unexpected_keys: list
 
 
+class RemovableHandle:
+    """What `register_forward_hook` returns: `remove()` takes the hook out (also as a context
+    manager)."""
+
+    _next = 0
+
+    def __init__(self, registry: dict):
+        RemovableHandle._next += 1
+        self.id = RemovableHandle._next
+        self._registry = registry
+
+    def remove(self) -> None:
+        self._registry.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
 class Module:
     """Base class of every layer and model: subclass it, assign parameters and submodules in
     `__init__`, write `forward`; calling the module calls `forward`."""
@@ -364,6 +385,62 @@ class Module:
                     md["_buffers"][name] = move(b)
         return self
 
+    def float(self) -> "Module":  # noqa: A003 - torch's name
+        """Cast float parameters and buffers to float32 (in place)."""
+        return self.to(dt.float32)
+
+    def double(self) -> "Module":
+        """Cast float parameters and buffers to float64 (in place)."""
+        return self.to(dt.float64)
+
+    def half(self) -> "Module":
+        """Cast float parameters and buffers to float16 (in place)."""
+        return self.to(dt.float16)
+
+    def cpu(self) -> "Module":
+        """Move parameters and buffers to the cpu device (in place)."""
+        return self.to("cpu")
+
+    def cuda(self, device=None) -> "Module":
+        """Move parameters and buffers to the cuda device (in place)."""
+        return self.to("cuda" if device is None else f"cuda:{device}"
+                       if isinstance(device, int) else device)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        """Set `requires_grad` on every parameter (freeze a part of a model with False)."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Clear every parameter's `.grad` (None, or zeros with `set_to_none=False`), as the
+        optimizer's `zero_grad` does."""
+        from ..creation import zeros
+        for p in self.parameters():
+            if p.grad is not None:
+                p.grad = None if set_to_none else zeros(p.shape, dtype=p.dtype,
+                                                        device=p.device)
+
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path `target` ("encoder.layer.0.weight")."""
+        mod, _, name = target.rpartition(".")
+        owner = self.get_submodule(mod) if mod else self
+        p = owner.__dict__["_parameters"].get(name)
+        if p is None:
+            raise ModuleError(f"{type(owner).__name__} has no parameter {name!r} "
+                              f"(path {target!r})")
+        return p
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path `target` ("bn.running_mean")."""
+        mod, _, name = target.rpartition(".")
+        owner = self.get_submodule(mod) if mod else self
+        b = owner.__dict__["_buffers"].get(name)
+        if b is None:
+            raise ModuleError(f"{type(owner).__name__} has no buffer {name!r} (path "
+                              f"{target!r})")
+        return b
+
     def get_device(self) -> Device | None:
         """The device of the first parameter (or buffer); None for a module without state.
         (A method, so subclasses stay free to use a `device` attribute.)"""
@@ -378,7 +455,38 @@ class Module:
         raise NotImplementedError(f"{type(self).__name__} has no forward method")
 
     def __call__(self, *args, **kwargs):
-        return self.forward(*args, **kwargs)
+        hooks = self.__dict__.get("_hooks")
+        if not hooks:
+            return self.forward(*args, **kwargs)
+        for hook in list(hooks["pre"].values()):
+            changed = hook(self, args)
+            if changed is not None:
+                args = changed if isinstance(changed, tuple) else (changed,)
+        out = self.forward(*args, **kwargs)
+        for hook in list(hooks["post"].values()):
+            changed = hook(self, args, out)
+            if changed is not None:
+                out = changed
+        return out
+
+    def _add_hook(self, kind: str, hook) -> "RemovableHandle":
+        if not callable(hook):
+            raise ModuleError(f"{type(self).__name__}: a hook must be callable, got "
+                              f"{type(hook).__name__}")
+        hooks = self.__dict__.setdefault("_hooks", {"pre": {}, "post": {}})
+        handle = RemovableHandle(hooks[kind])
+        hooks[kind][handle.id] = hook
+        return handle
+
+    def register_forward_pre_hook(self, hook) -> "RemovableHandle":
+        """`hook(module, args)` runs before `forward`; a non-None result replaces the
+        positional arguments (a tuple, or one value). Returns a handle: `handle.remove()`."""
+        return self._add_hook("pre", hook)
+
+    def register_forward_hook(self, hook) -> "RemovableHandle":
+        """`hook(module, args, output)` runs after `forward`; a non-None result replaces the
+        output. Returns a handle: `handle.remove()`."""
+        return self._add_hook("post", hook)
 
     # ------------------------------------------------------------------ checkpoints
     def save_pretrained(self, directory) -> None:
