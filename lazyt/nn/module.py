@@ -423,23 +423,20 @@ class Module:
 
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at dotted path `target` ("encoder.layer.0.weight")."""
-        mod, _, name = target.rpartition(".")
-        owner = self.get_submodule(mod) if mod else self
-        p = owner.__dict__["_parameters"].get(name)
-        if p is None:
-            raise ModuleError(f"{type(owner).__name__} has no parameter {name!r} "
-                              f"(path {target!r})")
-        return p
+        return self._member("_parameters", "parameter", target)
 
     def get_buffer(self, target: str) -> Tensor:
         """The buffer at dotted path `target` ("bn.running_mean")."""
+        return self._member("_buffers", "buffer", target)
+
+    def _member(self, registry: str, what: str, target: str):
         mod, _, name = target.rpartition(".")
         owner = self.get_submodule(mod) if mod else self
-        b = owner.__dict__["_buffers"].get(name)
-        if b is None:
-            raise ModuleError(f"{type(owner).__name__} has no buffer {name!r} (path "
+        value = owner.__dict__[registry].get(name)
+        if value is None:
+            raise ModuleError(f"{type(owner).__name__} has no {what} {name!r} (path "
                               f"{target!r})")
-        return b
+        return value
 
     def get_device(self) -> Device | None:
         """The device of the first parameter (or buffer); None for a module without state.
