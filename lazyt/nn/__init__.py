@@ -85,3 +85,11 @@ __all__ += ["Bilinear", "CircularPad1d", "CircularPad2d", "CircularPad3d", "Cons
 from . import utils  # noqa: E402
 
 __all__ += ["utils"]
+
+# channel dropout, shuffles, adaptive max pooling
+from .layers import (AlphaDropout, ChannelShuffle, Dropout1d, Dropout2d,  # noqa: E402
+                     Dropout3d, FeatureAlphaDropout, Softmax2d)
+from .pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2d  # noqa: E402
+
+__all__ += ["AlphaDropout", "ChannelShuffle", "Dropout1d", "Dropout2d", "Dropout3d",
+            "FeatureAlphaDropout", "Softmax2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]

@@ -1,8 +1,10 @@
 """More of torch's small layers: the padding modules (`ZeroPad2d`, `ConstantPad1d`,
 `ReflectionPad2d`, ...), `PixelShuffle`/`PixelUnshuffle`, `PReLU`, `Bilinear`, `InstanceNorm*d`,
-and the parameter containers `ParameterList`/`ParameterDict`, with their functional forms in
-`lazyt.nn.functional` (`pixel_shuffle`, `pixel_unshuffle`, `prelu`, `bilinear`,
-`instance_norm`)."""
+the parameter containers `ParameterList`/`ParameterDict`, channel dropout
+(`Dropout1d`-`3d`, `AlphaDropout`, `FeatureAlphaDropout`), `ChannelShuffle` and `Softmax2d`,
+with their functional forms in `lazyt.nn.functional` (`pixel_shuffle`, `pixel_unshuffle`,
+`prelu`, `bilinear`, `instance_norm`, `dropout1d`-`3d`, `alpha_dropout`,
+`feature_alpha_dropout`, `channel_shuffle`, `pdist`)."""
 from __future__ import annotations
 
 import math
@@ -405,3 +407,179 @@ class ParameterDict(Module):
 
     def items(self):
         return self._parameters.items()
+
+
+# ---------------------------------------------------------------------- channel dropout
+_ALPHA = 1.7580993408473766  # -SELU's negative saturation value
+
+
+def _channel_mask(x: Tensor, p: float, spatial: int) -> Tensor:
+    """A keep mask (True with probability 1 - p) per channel: x's shape with the last
+    `spatial` dims set to 1 (0: per element)."""
+    shape = x.shape[:x.ndim - spatial] + (1,) * spatial if spatial else x.shape
+    return creation.rand(shape, device=x.device) >= p
+
+
+def _channel_dropout(fn: str, input, p: float, training: bool, inplace: bool,  # noqa: A002
+                     spatial: int, dims: tuple) -> Tensor:
+    from .dropout import _probability
+    p = _probability(fn, p)
+    if inplace:
+        raise InvalidArgumentError(f"{fn}: inplace=True is not supported; use the returned "
+                                   "tensor")
+    if not isinstance(input, Tensor) or not input.dtype.is_float:
+        raise DTypeError(f"{fn}: expected a floating-point tensor input, got "
+                         f"{getattr(input, 'dtype', type(input).__name__)}")
+    if input.ndim not in dims:
+        raise ShapeError(f"{fn}: expected a {' or '.join(f'{d}-D' for d in dims)} input "
+                         f"(channels first, batch optional), got shape {input.shape}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0
+    return where(_channel_mask(input, p, spatial), input * (1.0 / (1.0 - p)), 0.0)
+
+
+def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of (N, C, L) or (C, L) with probability p, scale the rest."""
+    return _channel_dropout("dropout1d", input, p, training, inplace, 1, (2, 3))
+
+
+def dropout2d(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of (N, C, H, W) or (C, H, W) with probability p, scale the rest."""
+    return _channel_dropout("dropout2d", input, p, training, inplace, 2, (3, 4))
+
+
+def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
+              inplace: bool = False) -> Tensor:
+    """Zero whole channels of (N, C, D, H, W) or (C, D, H, W) with probability p."""
+    return _channel_dropout("dropout3d", input, p, training, inplace, 3, (4, 5))
+
+
+def _alpha_dropout(fn: str, input, p: float, training: bool, spatial: int) -> Tensor:  # noqa: A002
+    from .dropout import _probability
+    p = _probability(fn, p)
+    if not isinstance(input, Tensor) or not input.dtype.is_float:
+        raise DTypeError(f"{fn}: expected a floating-point tensor input, got "
+                         f"{getattr(input, 'dtype', type(input).__name__)}")
+    if not training or p == 0.0:
+        return input
+    if p == 1.0:
+        return input * 0
+    if spatial and input.ndim < 2:
+        raise ShapeError(f"{fn}: expected channels in dim 1 (or 0 unbatched), got shape "
+                         f"{input.shape}")
+    a = 1.0 / math.sqrt((_ALPHA * _ALPHA * p + 1) * (1 - p))
+    keep = _channel_mask(input, p, min(spatial, input.ndim - 1)).to(input.dtype)
+    return input * keep * a + (keep - 1) * (_ALPHA * a) + _ALPHA * a * p
+
+
+def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,  # noqa: A002
+                  inplace: bool = False) -> Tensor:
+    """Dropout that keeps SELU's zero mean and unit variance: dropped elements become SELU's
+    saturation value, then everything is scaled and shifted (torch's `a`, `b`)."""
+    if inplace:
+        raise InvalidArgumentError("alpha_dropout: inplace=True is not supported")
+    return _alpha_dropout("alpha_dropout", input, p, training, 0)
+
+
+def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,  # noqa: A002
+                          inplace: bool = False) -> Tensor:
+    """`alpha_dropout` of whole channels (dim 1 of a batched input)."""
+    if inplace:
+        raise InvalidArgumentError("feature_alpha_dropout: inplace=True is not supported")
+    spatial = input.ndim - 2 if isinstance(input, Tensor) and input.ndim > 2 else 0
+    return _alpha_dropout("feature_alpha_dropout", input, p, training, spatial)
+
+
+class _ChannelDropout(Module):
+    _fn = staticmethod(dropout2d)
+
+    def __init__(self, p: float = 0.5, inplace: bool = False):
+        super().__init__()
+        from .dropout import _probability
+        self.p = _probability(type(self).__name__, p)
+        if inplace:
+            raise InvalidArgumentError(f"{type(self).__name__}: inplace=True is not supported")
+
+    def forward(self, x: Tensor) -> Tensor:
+        return type(self)._fn(x, self.p, self.training)
+
+    def extra_repr(self) -> str:
+        return f"p={self.p}"
+
+
+class Dropout1d(_ChannelDropout):
+    _fn = staticmethod(dropout1d)
+
+
+class Dropout2d(_ChannelDropout):
+    _fn = staticmethod(dropout2d)
+
+
+class Dropout3d(_ChannelDropout):
+    _fn = staticmethod(dropout3d)
+
+
+class AlphaDropout(_ChannelDropout):
+    _fn = staticmethod(alpha_dropout)
+
+
+class FeatureAlphaDropout(_ChannelDropout):
+    _fn = staticmethod(feature_alpha_dropout)
+
+
+# ---------------------------------------------------------------------- shuffles, distances
+def channel_shuffle(input: Tensor, groups: int) -> Tensor:  # noqa: A002
+    """(N, C, *) with its channels regrouped: [g0c0, g1c0, ..., g0c1, ...] (ShuffleNet)."""
+    g = _factor("channel_shuffle", groups)
+    if not isinstance(input, Tensor) or input.ndim < 3 or input.shape[1] % g:
+        raise ShapeError(f"channel_shuffle: expected (N, C, *) with C divisible by {g}, got "
+                         f"{getattr(input, 'shape', type(input).__name__)}")
+    n, c, *rest = input.shape
+    return input.reshape(n, g, c // g, *rest).transpose(1, 2).reshape(input.shape)
+
+
+class ChannelShuffle(Module):
+    def __init__(self, groups: int):
+        super().__init__()
+        self.groups = _factor("ChannelShuffle", groups)
+
+    def forward(self, x: Tensor) -> Tensor:
+        return channel_shuffle(x, self.groups)
+
+    def extra_repr(self) -> str:
+        return f"groups={self.groups}"
+
+
+class Softmax2d(Module):
+    """Softmax over the channels of (N, C, H, W) or (C, H, W) (dim -3)."""
+
+    def forward(self, x: Tensor) -> Tensor:
+        if not isinstance(x, Tensor) or x.ndim not in (3, 4):
+            raise ShapeError(f"Softmax2d: expected a 3-D or 4-D input, got "
+                             f"{getattr(x, 'shape', type(x).__name__)}")
+        return x.softmax(-3)
+
+
+def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
+    """The p-norm distances between the rows of `input` (N, M), for every pair i < j in
+    row-major order: N (N - 1) / 2 values."""
+    from ..reductions import _norm
+    if not isinstance(input, Tensor) or input.ndim != 2 or not input.dtype.is_float:
+        raise ShapeError(f"pdist: expected a 2-D floating-point input, got "
+                         f"{getattr(input, 'shape', type(input).__name__)}")
+    if not p >= 0:
+        raise InvalidArgumentError(f"pdist: p must be >= 0, got {p!r}")
+    import numpy as np
+    i, j = np.triu_indices(input.shape[0], 1)
+    if i.size == 0:
+        return creation.zeros((0,), dtype=input.dtype, device=input.device)
+    rows = creation.tensor(i, device=input.device)
+    cols = creation.tensor(j, device=input.device)
+    d = input.index_select(0, rows) - input.index_select(0, cols)
+    if p == 0:
+        return (d != 0).to(input.dtype).sum(1)
+    return _norm(d, float(p), 1).squeeze(1)

@@ -1,11 +1,12 @@
 """Pooling in torch's layout (`max_pool1d/2d`, `avg_pool1d/2d`, `adaptive_avg_pool1d/2d`,
-`max_unpool1d/2d`) and their modules, as composites of Tensor ops (autodiff differentiates
+`adaptive_max_pool1d/2d`, `max_unpool1d/2d`) and their modules, as composites of Tensor ops (autodiff differentiates
 them; every backend runs them).
 
 Max and average pooling read their windows as the kernel-offset views of `conv.windows`
 (padding is -inf for max, 0 for average); max stacks the views and reduces, so its gradient
 goes to the maximum, and its indices come from a table of flat input positions built once per
 call. Adaptive average pooling is a matmul with a (out, in) averaging matrix per dim;
+adaptive max pooling gathers each window (padded to the widest by repeating a position);
 unpooling is a scatter_add of the values at their indices.
 """
 from __future__ import annotations
@@ -26,7 +27,8 @@ from .module import Module
 __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg_pool1d",
            "adaptive_avg_pool2d", "max_unpool1d", "max_unpool2d", "MaxPool1d", "MaxPool2d",
            "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "MaxUnpool1d",
-           "MaxUnpool2d"]
+           "MaxUnpool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "AdaptiveMaxPool1d",
+           "AdaptiveMaxPool2d"]
 
 
 # ---------------------------------------------------------------------- window geometry
@@ -250,6 +252,60 @@ def adaptive_avg_pool2d(input: Tensor, output_size) -> Tensor:  # noqa: A002
     return _adaptive_avg_pool("adaptive_avg_pool2d", 2, input, output_size)
 
 
+def _adaptive_positions(size: tuple, out: tuple) -> np.ndarray:
+    """(K, *out) int64: the flat input positions of each adaptive window (torch's bounds
+    [floor(i * size / out), ceil((i + 1) * size / out)) per dim), padded to the widest window
+    by repeating its last position (a repeat never changes the maximum or its first index)."""
+    per_dim = []
+    for n_in, n_out in zip(size, out):
+        starts = (np.arange(n_out) * n_in) // n_out
+        ends = -(-((np.arange(n_out) + 1) * n_in) // n_out)
+        k = int((ends - starts).max())
+        per_dim.append(np.minimum(starts[None, :] + np.arange(k)[:, None], ends[None, :] - 1))
+    table = np.zeros((math.prod(t.shape[0] for t in per_dim),) + out, np.int64)
+    for k, offset in enumerate(itertools.product(*(range(t.shape[0]) for t in per_dim))):
+        flat = np.zeros(out, np.int64)
+        for d, (j, t, n_in) in enumerate(zip(offset, per_dim, size)):
+            shape = [1] * len(out)
+            shape[d] = out[d]
+            flat = flat * n_in + t[j].reshape(shape)
+        table[k] = flat
+    return table
+
+
+def _adaptive_max_pool(fn: str, n: int, input, output_size,  # noqa: A002
+                       return_indices: bool):
+    x, unbatched = _pool_input(fn, input, n)
+    size = x.shape[2:]
+    out = _adaptive_sizes(fn, output_size, size)
+    table = _adaptive_positions(size, out)
+    idx = creation.tensor(table.reshape(-1), device=x.device)
+    nb, c = x.shape[:2]
+    stacked = x.reshape(nb, c, -1).index_select(2, idx).reshape(nb, c, *table.shape)
+    y = stacked.max(2)
+    if not return_indices:
+        return y.squeeze(0) if unbatched else y
+    which = stacked.argmax(2, keepdim=True)  # the first maximum, as torch
+    flat = creation.tensor(table, device=x.device).unsqueeze(0).unsqueeze(0)
+    indices = flat.expand(*stacked.shape).gather(2, which).squeeze(2)
+    if unbatched:
+        return y.squeeze(0), indices.squeeze(0)
+    return y, indices
+
+
+def adaptive_max_pool1d(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """Maximum pooling of `input` (N, C, L) or (C, L) to `output_size` with torch's window
+    bounds; with `return_indices`, also the flat index in L of each maximum."""
+    return _adaptive_max_pool("adaptive_max_pool1d", 1, input, output_size, return_indices)
+
+
+def adaptive_max_pool2d(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """Maximum pooling of `input` (N, C, H, W) or (C, H, W) to `output_size` (an int, or a
+    pair whose None entries keep the input size); with `return_indices`, also the flat index
+    in H * W of each maximum."""
+    return _adaptive_max_pool("adaptive_max_pool2d", 2, input, output_size, return_indices)
+
+
 # ---------------------------------------------------------------------- unpooling
 def _max_unpool(fn: str, n: int, input, indices, kernel_size, stride, padding,  # noqa: A002
                 output_size) -> Tensor:
@@ -412,6 +468,31 @@ class AdaptiveAvgPool1d(_AdaptiveAvgPoolNd):
 
 class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
     """`adaptive_avg_pool2d` as a module."""
+    _n = 2
+
+
+class _AdaptiveMaxPoolNd(Module):
+    _n = 2
+
+    def __init__(self, output_size, return_indices: bool = False):
+        super().__init__()
+        self.output_size, self.return_indices = output_size, return_indices
+
+    def forward(self, input: Tensor):  # noqa: A002
+        return _adaptive_max_pool(type(self).__name__, self._n, input, self.output_size,
+                                  self.return_indices)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}"
+
+
+class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
+    """`adaptive_max_pool1d` as a module."""
+    _n = 1
+
+
+class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+    """`adaptive_max_pool2d` as a module."""
     _n = 2
 
 

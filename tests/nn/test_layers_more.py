@@ -1,6 +1,8 @@
 """The padding modules, pixel shuffle, PReLU, Bilinear, instance norm and the parameter
 containers: values against numpy references on every device, float64 gradients, errors, and
 torch's modules where torch is installed."""
+import math
+
 import numpy as np
 import pytest
 
@@ -161,3 +163,95 @@ def test_against_torch(rng):
     ]
     for got, want in pairs:
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------- adaptive max pooling
+def np_adaptive_max(x, out):
+    h, w = x.shape[-2:]
+    y = np.empty(x.shape[:-2] + out, x.dtype)
+    idx = np.empty(x.shape[:-2] + out, np.int64)
+    for i in range(out[0]):
+        h0, h1 = (i * h) // out[0], -(-((i + 1) * h) // out[0])
+        for j in range(out[1]):
+            w0, w1 = (j * w) // out[1], -(-((j + 1) * w) // out[1])
+            win = x[..., h0:h1, w0:w1].reshape(x.shape[:-2] + (-1,))
+            k = win.argmax(-1)
+            y[..., i, j] = win.max(-1)
+            idx[..., i, j] = (h0 + k // (w1 - w0)) * w + (w0 + k % (w1 - w0))
+    return y, idx
+
+
+@pytest.mark.parametrize("shape,out", [((2, 3, 7, 9), (3, 4)), ((2, 3, 10, 10), (1, 1)),
+                                       ((3, 5, 8), (3, 8)), ((1, 2, 5, 5), (7, 7))])
+def test_adaptive_max_pool2d(device, check, rng, shape, out):
+    x = arr(rng, *shape)
+    y, idx = F.adaptive_max_pool2d(lazyt.tensor(x, device=device), out, return_indices=True)
+    want, want_idx = np_adaptive_max(x, out)
+    check(y, want)
+    check(idx, want_idx)
+    check(nn.AdaptiveMaxPool2d(out)(lazyt.tensor(x, device=device)), want)
+
+
+def test_adaptive_max_pool1d_and_gradient(rng):
+    x = arr(rng, 2, 3, 11)
+    want, _ = np_adaptive_max(x[..., None, :], (1, 4))
+    np.testing.assert_array_equal(F.adaptive_max_pool1d(lazyt.tensor(x), 4).numpy(),
+                                  want[..., 0, :])
+    xg = lazyt.tensor(rng.standard_normal((1, 2, 5, 6))).require_grad()
+    assert gradcheck(lambda t: F.adaptive_max_pool2d(t, (2, 3)), [xg])
+
+
+# ---------------------------------------------------------------------- channel dropout
+@pytest.mark.parametrize("fn,shape", [(F.dropout1d, (40, 30, 5)), (F.dropout2d, (40, 30, 3, 3)),
+                                      (F.dropout3d, (20, 30, 2, 2, 2)),
+                                      (F.dropout2d, (30, 3, 3))])
+def test_channel_dropout_zeroes_whole_channels(fn, shape):
+    lazyt.manual_seed(0)
+    y = fn(lazyt.ones(shape), 0.25).numpy()
+    spatial = {F.dropout1d: 1, F.dropout2d: 2, F.dropout3d: 3}[fn]
+    per = y.reshape(shape[:len(shape) - spatial] + (-1,))
+    assert (per.min(-1) == per.max(-1)).all()  # a channel is kept or dropped as a whole
+    assert abs((per[..., 0] == 0).mean() - 0.25) < 0.06
+    np.testing.assert_allclose(per[per != 0], 1 / 0.75, rtol=1e-6)
+    assert fn(lazyt.ones(shape), 0.25, training=False).numpy().min() == 1
+
+
+def test_channel_dropout_modules_and_errors():
+    x = lazyt.ones((4, 3, 2, 2))
+    m = nn.Dropout2d(0.5).eval()
+    np.testing.assert_array_equal(m(x).numpy(), x.numpy())
+    with pytest.raises(lazyt.ShapeError, match="dropout2d"):
+        F.dropout2d(lazyt.ones((3, 4)))
+    with pytest.raises(lazyt.InvalidArgumentError, match="dropout1d"):
+        F.dropout1d(lazyt.ones((3, 4)), 1.5)
+    with pytest.raises(lazyt.InvalidArgumentError, match="inplace"):
+        nn.Dropout3d(0.1, inplace=True)
+
+
+def test_alpha_dropout_keeps_mean_and_variance():
+    lazyt.manual_seed(1)
+    x = lazyt.tensor(np.random.default_rng(2).standard_normal(400000).astype(np.float32))
+    y = F.alpha_dropout(x, 0.2, training=True).numpy()
+    assert abs(y.mean()) < 0.01 and abs(y.std() - 1) < 0.01
+    assert F.alpha_dropout(x, 0.2) is x  # training=False by default, as torch's function
+    f = F.feature_alpha_dropout(lazyt.ones((30, 40, 6)), 0.5, training=True).numpy()
+    assert (f.min(-1) == f.max(-1)).all()
+    assert nn.AlphaDropout(0.3).eval()(x) is x
+
+
+# ---------------------------------------------------------------------- shuffles, pdist
+def test_channel_shuffle_softmax2d_and_pdist(device, check, rng):
+    x = arr(rng, 2, 6, 3, 3)
+    want = x.reshape(2, 3, 2, 3, 3).transpose(0, 2, 1, 3, 4).reshape(x.shape)
+    check(F.channel_shuffle(lazyt.tensor(x, device=device), 3), want)
+    check(nn.ChannelShuffle(3)(lazyt.tensor(x, device=device)), want)
+    e = np.exp(x - x.max(1, keepdims=True))
+    check(nn.Softmax2d()(lazyt.tensor(x, device=device)), e / e.sum(1, keepdims=True),
+          atol=1e-6)
+    r = arr(rng, 5, 4)
+    i, j = np.triu_indices(5, 1)
+    d = r[i].astype(np.float64) - r[j]
+    for p, ref in [(2.0, np.sqrt((d * d).sum(1))), (1.0, np.abs(d).sum(1)),
+                   (math.inf, np.abs(d).max(1))]:
+        check(F.pdist(lazyt.tensor(r, device=device), p), ref.astype(np.float32), rtol=1e-5)
+    assert F.pdist(lazyt.ones((1, 3))).shape == (0,)
