@@ -88,8 +88,9 @@ __all__ += ["utils"]
 
 # channel dropout, shuffles, adaptive max pooling
 from .layers import (AlphaDropout, ChannelShuffle, Dropout1d, Dropout2d,  # noqa: E402
-                     Dropout3d, FeatureAlphaDropout, Softmax2d)
+                     Dropout3d, FeatureAlphaDropout, Fold, Softmax2d, Unfold)
 from .pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2d  # noqa: E402
 
 __all__ += ["AlphaDropout", "ChannelShuffle", "Dropout1d", "Dropout2d", "Dropout3d",
-            "FeatureAlphaDropout", "Softmax2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+            "FeatureAlphaDropout", "Softmax2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
+            "Fold", "Unfold"]

@@ -733,10 +733,11 @@ __all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
 
 # ---------------------------------------------------------------------- small layers' forms
 from .layers import (alpha_dropout, bilinear, channel_shuffle, dropout1d,  # noqa: E402
-                     dropout2d, dropout3d, feature_alpha_dropout, instance_norm, pdist,
-                     pixel_shuffle, pixel_unshuffle, prelu)
+                     dropout2d, dropout3d, feature_alpha_dropout, fold, instance_norm, pdist,
+                     pixel_shuffle, pixel_unshuffle, prelu, unfold)
 from .pooling import adaptive_max_pool1d, adaptive_max_pool2d  # noqa: E402
 
 __all__ += ["bilinear", "instance_norm", "pixel_shuffle", "pixel_unshuffle", "prelu",
             "alpha_dropout", "channel_shuffle", "dropout1d", "dropout2d", "dropout3d",
-            "feature_alpha_dropout", "pdist", "adaptive_max_pool1d", "adaptive_max_pool2d"]
+            "feature_alpha_dropout", "pdist", "adaptive_max_pool1d", "adaptive_max_pool2d",
+            "fold", "unfold"]

@@ -583,3 +583,104 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
     if p == 0:
         return (d != 0).to(input.dtype).sum(1)
     return _norm(d, float(p), 1).squeeze(1)
+
+
+# ---------------------------------------------------------------------- unfold / fold
+def _fold_geometry(fn: str, kernel_size, dilation, padding, stride) -> tuple:
+    from .conv import as_tuple
+    kernel = as_tuple(fn, "kernel_size", kernel_size, 2, 1)
+    dilation = as_tuple(fn, "dilation", dilation, 2, 1)
+    padding = as_tuple(fn, "padding", padding, 2, 0)
+    stride = as_tuple(fn, "stride", stride, 2, 1)
+    return kernel, dilation, padding, stride
+
+
+def _blocks(fn: str, size: tuple, kernel, dilation, padding, stride) -> tuple:
+    out = tuple((s + 2 * p - d * (k - 1) - 1) // st + 1
+                for s, k, d, p, st in zip(size, kernel, dilation, padding, stride))
+    if any(o < 1 for o in out):
+        raise ShapeError(f"{fn}: the kernel {kernel} (dilation {dilation}) does not fit the "
+                         f"padded input {tuple(s + 2 * p for s, p in zip(size, padding))}")
+    return out
+
+
+def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:  # noqa: A002
+    """im2col: (N, C, H, W) -> (N, C * kh * kw, L), column l holding the l-th sliding block
+    (channel-major, then kernel offsets in row-major order, as torch)."""
+    from .conv import windows
+    fn = "unfold"
+    kernel, dilation, padding, stride = _fold_geometry(fn, kernel_size, dilation, padding,
+                                                       stride)
+    if not isinstance(input, Tensor) or input.ndim not in (3, 4):
+        raise ShapeError(f"unfold: expected a 3-D or 4-D input, got "
+                         f"{getattr(input, 'shape', type(input).__name__)}")
+    unbatched = input.ndim == 3
+    x = input.unsqueeze(0) if unbatched else input
+    out = _blocks(fn, x.shape[2:], kernel, dilation, padding, stride)
+    views = windows(x, kernel, stride, dilation, padding, out, 0.0)
+    from ..functional import stack
+    n, c = x.shape[:2]
+    cols = stack(views, 2).reshape(n, c * len(views), out[0] * out[1])
+    return cols.squeeze(0) if unbatched else cols
+
+
+def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0,  # noqa: A002
+         stride=1) -> Tensor:
+    """col2im, the adjoint of `unfold`: (N, C * kh * kw, L) -> (N, C, *output_size), each
+    column's values added at the positions its block covers (overlaps sum)."""
+    import numpy as np
+    from .conv import as_tuple
+    fn = "fold"
+    kernel, dilation, padding, stride = _fold_geometry(fn, kernel_size, dilation, padding,
+                                                       stride)
+    size = as_tuple(fn, "output_size", output_size, 2, 1)
+    if not isinstance(input, Tensor) or input.ndim not in (2, 3):
+        raise ShapeError(f"fold: expected a 2-D or 3-D input, got "
+                         f"{getattr(input, 'shape', type(input).__name__)}")
+    unbatched = input.ndim == 2
+    x = input.unsqueeze(0) if unbatched else input
+    k = kernel[0] * kernel[1]
+    out = _blocks(fn, size, kernel, dilation, padding, stride)
+    n, ck, length = x.shape
+    if ck % k or length != out[0] * out[1]:
+        raise ShapeError(f"fold: expected (N, C * {k}, {out[0] * out[1]}) for output_size "
+                         f"{size} and kernel {kernel}, got {tuple(x.shape)}")
+    c = ck // k
+    hp, wp = size[0] + 2 * padding[0], size[1] + 2 * padding[1]
+    ki, kj = np.divmod(np.arange(k), kernel[1])
+    oa, ob = np.divmod(np.arange(length), out[1])
+    rows = oa[None, :] * stride[0] + ki[:, None] * dilation[0]
+    cols = ob[None, :] * stride[1] + kj[:, None] * dilation[1]
+    table = creation.tensor((rows * wp + cols).reshape(1, 1, -1), device=x.device)
+    flat = creation.zeros((n, c, hp * wp), dtype=x.dtype, device=x.device)
+    flat = flat.scatter_add(2, table.expand(n, c, k * length), x.reshape(n, c, k * length))
+    y = flat.reshape(n, c, hp, wp)[:, :, padding[0]:padding[0] + size[0],
+                                   padding[1]:padding[1] + size[1]]
+    return y.squeeze(0) if unbatched else y
+
+
+class Unfold(Module):
+    def __init__(self, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__()
+        self.kernel_size, self.dilation = kernel_size, dilation
+        self.padding, self.stride = padding, stride
+
+    def forward(self, x: Tensor) -> Tensor:
+        return unfold(x, self.kernel_size, self.dilation, self.padding, self.stride)
+
+    def extra_repr(self) -> str:
+        return (f"kernel_size={self.kernel_size}, dilation={self.dilation}, "
+                f"padding={self.padding}, stride={self.stride}")
+
+
+class Fold(Unfold):
+    def __init__(self, output_size, kernel_size, dilation=1, padding=0, stride=1):
+        super().__init__(kernel_size, dilation, padding, stride)
+        self.output_size = output_size
+
+    def forward(self, x: Tensor) -> Tensor:
+        return fold(x, self.output_size, self.kernel_size, self.dilation, self.padding,
+                    self.stride)
+
+    def extra_repr(self) -> str:
+        return f"output_size={self.output_size}, " + super().extra_repr()

@@ -255,3 +255,51 @@ def test_channel_shuffle_softmax2d_and_pdist(device, check, rng):
                    (math.inf, np.abs(d).max(1))]:
         check(F.pdist(lazyt.tensor(r, device=device), p), ref.astype(np.float32), rtol=1e-5)
     assert F.pdist(lazyt.ones((1, 3))).shape == (0,)
+
+
+# ---------------------------------------------------------------------- unfold / fold
+def np_unfold(x, k, d=(1, 1), p=(0, 0), s=(1, 1)):
+    n, c, h, w = x.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (p[0], p[0]), (p[1], p[1])))
+    oh = (h + 2 * p[0] - d[0] * (k[0] - 1) - 1) // s[0] + 1
+    ow = (w + 2 * p[1] - d[1] * (k[1] - 1) - 1) // s[1] + 1
+    cols = np.zeros((n, c, k[0] * k[1], oh * ow), x.dtype)
+    for i in range(k[0]):
+        for j in range(k[1]):
+            patch = xp[:, :, i * d[0]:i * d[0] + s[0] * oh:s[0], j * d[1]:j * d[1] + s[1] * ow:s[1]]
+            cols[:, :, i * k[1] + j] = patch.reshape(n, c, -1)
+    return cols.reshape(n, c * k[0] * k[1], oh * ow)
+
+
+@pytest.mark.parametrize("kw,args", [
+    (dict(kernel_size=3), ((3, 3),)),
+    (dict(kernel_size=(2, 3), stride=2, padding=1, dilation=(1, 2)),
+     ((2, 3), (1, 2), (1, 1), (2, 2)))])
+def test_unfold_and_fold_are_adjoint(device, check, rng, kw, args):
+    x = arr(rng, 2, 3, 7, 8)
+    cols = F.unfold(lazyt.tensor(x, device=device), **kw)
+    check(cols, np_unfold(x, *args))
+    check(nn.Unfold(**kw)(lazyt.tensor(x, device=device)), np_unfold(x, *args))
+    y = arr(rng, *cols.shape)
+    folded = F.fold(lazyt.tensor(y, device=device), (7, 8), **kw)
+    # <fold(y), x> = <y, unfold(x)>: fold adds each column back where unfold read it
+    lhs = (folded.numpy().astype(np.float64) * x).sum()
+    rhs = (y.astype(np.float64) * np_unfold(x, *args)).sum()
+    assert lhs == pytest.approx(rhs, rel=1e-5)
+    check(nn.Fold((7, 8), **kw)(lazyt.tensor(y, device=device)), folded.numpy())
+    with pytest.raises(lazyt.ShapeError, match="fold"):
+        F.fold(lazyt.tensor(y[:, :5], device=device), (7, 8), **kw)
+
+
+@needs_torch
+def test_unfold_fold_against_torch(rng):
+    x = arr(rng, 2, 3, 7, 8)
+    kw = dict(kernel_size=(2, 3), stride=(2, 1), padding=1, dilation=(2, 1))
+    tx, lx = torch.tensor(x, requires_grad=True), lazyt.tensor(x).require_grad()
+    a, b = TF.unfold(tx, **kw), F.unfold(lx, **kw)
+    np.testing.assert_array_equal(b.numpy(), a.detach().numpy())
+    fa, fb = TF.fold(a, (7, 8), **kw), F.fold(b, (7, 8), **kw)
+    np.testing.assert_allclose(fb.numpy(), fa.detach().numpy(), rtol=1e-6)
+    (fa ** 2).sum().backward()
+    (fb ** 2).sum().backward()
+    np.testing.assert_allclose(lx.grad.numpy(), tx.grad.numpy(), rtol=1e-5)
