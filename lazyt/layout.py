@@ -92,8 +92,10 @@ def _pad_source(mode: str, n: int, lo: int, hi: int) -> np.ndarray:
     src = np.arange(n + lo + hi) - lo
     if mode == "replicate":
         return np.clip(src, 0, n - 1)
-    if mode == "circular":
-        return np.mod(src, n)
+    if mode == "circular":  # a negative side crops first; the rest wraps over what is left
+        keep = n + builtins.min(lo, 0) + builtins.min(hi, 0)
+        start = -builtins.min(lo, 0)
+        return start + np.mod(np.arange(n + lo + hi) - builtins.max(lo, 0), keep)
     period = 2 * (n - 1)  # reflect: mirror at both edges, the edge itself not repeated
     src = np.mod(src, period) if period else np.zeros_like(src)
     return np.where(src >= n, period - src, src)

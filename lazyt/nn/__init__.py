@@ -10,7 +10,8 @@ from . import functional
 from .linear import Identity, Linear
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, KLDivLoss, L1Loss, MSELoss,
                    NLLLoss, SmoothL1Loss)
-from .module import LoadResult, Module, ModuleError, StateDictError, functional_call
+from .module import (LoadResult, MissingMemberError, Module, ModuleError, StateDictError,
+                     functional_call)
 from .normalization import LayerNorm, RMSNorm
 from .parameter import Parameter
 from .pooling import (AdaptiveAvgPool1d, AdaptiveAvgPool2d, AvgPool1d, AvgPool2d, MaxPool1d,
@@ -21,7 +22,7 @@ from .serialization import (CheckpointError, from_checkpoint_state, load_checkpo
 __all__ = [
     "Module", "Parameter", "Linear", "Identity", "Embedding", "LayerNorm", "RMSNorm", "GELU",
     "SiLU", "ReLU", "Tanh", "Sigmoid", "Dropout", "Sequential", "ModuleList", "ModuleDict",
-    "functional_call", "StateDictError", "ModuleError", "CheckpointError", "LoadResult",
+    "functional_call", "StateDictError", "ModuleError", "MissingMemberError", "CheckpointError", "LoadResult",
     "to_checkpoint_state", "from_checkpoint_state", "load_checkpoint_state", "functional",
     "CrossEntropyLoss", "NLLLoss", "BCELoss", "BCEWithLogitsLoss", "MSELoss", "L1Loss",
     "SmoothL1Loss", "KLDivLoss", "ELU", "CELU", "SELU", "LeakyReLU", "ReLU6", "Hardtanh",

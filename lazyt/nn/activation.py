@@ -2,6 +2,8 @@
 they can sit in a Sequential and be found (and swapped for kernels) by class name."""
 from __future__ import annotations
 
+import warnings
+
 from ..errors import InvalidArgumentError, LazytError
 from ..tensor import Tensor
 from . import functional as F
@@ -205,22 +207,24 @@ class Softmin(Module):
 
 
 class Softmax(Module):
-    """`softmax(x, dim)`. dim is required (torch's implicit choice for dim=None is
-    deprecated there)."""
+    """`softmax(x, dim)`; without `dim`, torch's deprecated implicit choice (0 for 0-, 1- and
+    3-D input, else 1) with a warning."""
 
     def __init__(self, dim: int | None = None):
         super().__init__()
         self.dim = dim
 
     def forward(self, x: Tensor) -> Tensor:
-        if self.dim is None:
-            raise InvalidArgumentError(f"{type(self).__name__}: construct it with dim= "
-                                       f"(input of shape {x.shape}); torch's implicit dim "
-                                       "choice is deprecated")
-        return self._apply_dim(x)
+        dim = self.dim
+        if dim is None:  # torch's deprecated implicit choice, with its warning
+            dim = 0 if x.ndim in (0, 1, 3) else 1
+            warnings.warn(f"{type(self).__name__}: implicit dimension choice (dim={dim} for a "
+                          f"{x.ndim}-D input) is deprecated; construct it with dim=",
+                          UserWarning, stacklevel=2)
+        return self._apply_dim(x, dim)
 
-    def _apply_dim(self, x: Tensor) -> Tensor:
-        return F.softmax(x, dim=self.dim)
+    def _apply_dim(self, x: Tensor, dim: int) -> Tensor:
+        return F.softmax(x, dim=dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
@@ -229,8 +233,8 @@ class Softmax(Module):
 class LogSoftmax(Softmax):
     """`log_softmax(x, dim)`."""
 
-    def _apply_dim(self, x: Tensor) -> Tensor:
-        return F.log_softmax(x, dim=self.dim)
+    def _apply_dim(self, x: Tensor, dim: int) -> Tensor:
+        return F.log_softmax(x, dim=dim)
 
 
 class GLU(Module):

@@ -51,8 +51,8 @@ class Embedding(Module):
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_index("Embedding", padding_idx, num_embeddings)
         w = creation.randn(num_embeddings, embedding_dim, dtype=dtype, device=device)
-        if padding_idx is not None:
-            keep = creation.arange(num_embeddings, device=w.device) != padding_idx
+        if self.padding_idx is not None:
+            keep = creation.arange(num_embeddings, device=w.device) != self.padding_idx
             w = w * keep.unsqueeze(1).to(w.dtype)
         self.weight = Parameter(w)
 

@@ -10,7 +10,10 @@ import math
 
 from .. import capture_state as _capture
 from .. import creation
-from ..errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
+from .. import dtype as dt
+from .. import promotion as _promote
+from ..errors import (DTypeError, IndexOutOfRangeError, InvalidArgumentError, LazytError,
+                      ShapeError)
 from ..functional import gelu, log_softmax, relu, silu, softmax, where
 from ..tensor import Tensor
 from .conv import float_input as _float_tensor
@@ -250,10 +253,18 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
 
 
 # ---------------------------------------------------------------------- regression losses
+def _as_target(fn: str, target, like: Tensor) -> Tensor:
+    """A regression or ranking target in the input's dtype: integer and bool targets are
+    converted (torch promotes them); anything but a tensor raises."""
+    if not isinstance(target, Tensor):
+        raise DTypeError(f"{fn}: target must be a lazyt.Tensor, got {type(target).__name__}")
+    return target if target.dtype.is_float else target.to(like.dtype)
+
+
 def _difference(fn: str, input, target, reduction: str) -> Tensor:
     _check_reduction(fn, reduction)
     _float_tensor(fn, "input", input)
-    _float_tensor(fn, "target", target)
+    target = _as_target(fn, target, input)
     _same_shape(fn, input, target)
     return input - target
 
@@ -550,37 +561,42 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
 
 
 def _pair(fn: str, x1, x2) -> tuple:
+    """Two float tensors in their common dtype (torch's promotion), float16 widened to
+    float32 (a sum of squares of half values overflows), and the dtype to return."""
     a = _float_tensor(fn, "x1", x1)
     b = _float_tensor(fn, "x2", x2)
-    if a.dtype is not b.dtype:
-        raise DTypeError(f"{fn}: x1 ({a.dtype.name}) and x2 ({b.dtype.name}) must have one "
-                         "dtype")
-    return a, b
+    out = a.dtype if a.dtype is b.dtype else _promote.result_type(a, b)
+    work = dt.float32 if out is dt.float16 else out
+    return a.to(work), b.to(work), out
 
 
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """`sum(x1 / |x1| * x2 / |x2|)` along `dim` after broadcasting, each norm at least `eps`
     (torch's order: normalize first, so the result stays in [-1, 1])."""
-    a, b = _pair("cosine_similarity", x1, x2)
+    a, b, out = _pair("cosine_similarity", x1, x2)
     a, b = a + b * 0, b + a * 0  # broadcast both to one shape (gradients reduce back)
     if a.ndim == 0:
         raise ShapeError("cosine_similarity: inputs need at least one dim")
     d = sh.normalize_dim("cosine_similarity", dim, a.ndim)
     na = _pnorm(a, 2.0, d).clamp_min(eps)
     nb = _pnorm(b, 2.0, d).clamp_min(eps)
-    return ((a / na) * (b / nb)).sum(d)
+    return ((a / na) * (b / nb)).sum(d).to(out)
 
 
 def pairwise_distance(x1: Tensor, x2: Tensor, p: float = 2.0, eps: float = 1e-6,
                       keepdim: bool = False) -> Tensor:
     """The p-norm of `x1 - x2 + eps` along the last dim (torch's formula)."""
-    a, b = _pair("pairwise_distance", x1, x2)
+    a, b, dtype = _pair("pairwise_distance", x1, x2)
     d = a - b + eps
     if d.ndim == 0:
         d = d.reshape(1)
-    if not isinstance(p, (int, float)) or isinstance(p, bool) or not p > 0:
-        raise InvalidArgumentError(f"pairwise_distance: p must be positive (or inf), got {p!r}")
-    out = _pnorm(d, float(p), d.ndim - 1)
+    if not isinstance(p, (int, float)) or isinstance(p, bool) or not p >= 0:
+        raise InvalidArgumentError(f"pairwise_distance: p must be >= 0 (or inf), got {p!r}")
+    if p == 0:  # the count of differing elements
+        out = (d != 0).to(d.dtype).sum(-1, keepdim=True)
+    else:
+        out = _pnorm(d, float(p), d.ndim - 1)
+    out = out.to(dtype)
     return out if keepdim else out.squeeze(-1)
 
 
@@ -596,11 +612,11 @@ def _pairwise_inputs(fn: str, reduction: str, *tensors) -> list:
     _check_reduction(fn, reduction)
     names = ("input1", "input2", "target") if len(tensors) == 3 else ("input", "target")
     first = _float_tensor(fn, names[0], tensors[0])
+    rest = []
     for n, t in zip(names[1:], tensors[1:]):
-        if t is None:
-            raise DTypeError(f"{fn}: {n} must be a Tensor, got None")
-    return [first] + [_elementwise_weight(fn, n, t, first.shape)
-                      for n, t in zip(names[1:], tensors[1:])]
+        t = _float_tensor(fn, n, t) if n != "target" else _as_target(fn, t, first)
+        rest.append(_elementwise_weight(fn, n, t, first.shape))
+    return [first] + rest
 
 
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
@@ -648,7 +664,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
     cosine along the last dim (torch's: each squared norm plus 1e-12)."""
     fn = "cosine_embedding_loss"
     _check_reduction(fn, reduction)
-    x1, x2 = _pair(fn, input1, input2)
+    x1, x2, _ = _pair(fn, input1, input2)
     y = target
     if not isinstance(y, Tensor):
         raise DTypeError(f"{fn}: target must be a Tensor of 1 and -1, got {type(y).__name__}")
@@ -670,12 +686,18 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     difference plus eps); `swap` uses `min(d(a, n), d(p, n))` as the negative distance."""
     fn = "triplet_margin_loss"
     _check_reduction(fn, reduction)
+    if not margin > 0:
+        raise InvalidArgumentError(f"{fn}: margin must be greater than 0, got {margin!r}")
     a = _float_tensor(fn, "anchor", anchor)
     pos = _float_tensor(fn, "positive", positive)
     neg = _float_tensor(fn, "negative", negative)
-    if not (a.shape == pos.shape == neg.shape) or a.ndim not in (1, 2):
-        raise ShapeError(f"{fn}: anchor, positive and negative must be [N, D] or [D] of one "
-                         f"shape, got {a.shape}, {pos.shape}, {neg.shape}")
+    try:
+        shape = sh.broadcast(fn, a.shape, pos.shape, neg.shape)
+    except LazytError:
+        shape = None
+    if shape is None or len(shape) == 0:
+        raise ShapeError(f"{fn}: anchor, positive and negative must broadcast to one shape "
+                         f"of at least one dim, got {a.shape}, {pos.shape}, {neg.shape}")
     d_ap = pairwise_distance(a, pos, p, eps)
     d_an = pairwise_distance(a, neg, p, eps)
     if swap:
@@ -714,10 +736,12 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,  #
     v = _float_tensor(fn, "var", var)
     if v.shape != x.shape:
         if v.shape == x.shape[:-1]:
-            v = v.unsqueeze(-1)
-        elif not (v.shape == x.shape[:-1] + (1,)):
+            v = v.unsqueeze(-1)  # one variance per sample
+        try:
+            _broadcasts(v.shape, x.shape)
+        except ValueError:
             raise ShapeError(f"{fn}: var of shape {v.shape} should be {x.shape}, "
-                             f"{x.shape[:-1]} or {x.shape[:-1] + (1,)}")
+                             f"{x.shape[:-1]} or broadcast to {x.shape}") from None
     if (v.detach() < 0).any().item():
         raise InvalidArgumentError(f"{fn}: var has negative entries")
     v = v + (v.clamp(min=eps) - v).detach()  # the clamp's value, the identity's gradient

@@ -11,6 +11,7 @@ import math
 from typing import Iterable, Iterator, Mapping
 
 from .. import creation
+from .. import dtype as dt
 from ..errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 from ..functional import where
 from ..layout import pad
@@ -42,9 +43,12 @@ class _Pad(Module):
         self.value = value
 
     def forward(self, x: Tensor) -> Tensor:
-        if not isinstance(x, Tensor) or x.ndim < self._dims + 1:
-            raise ShapeError(f"{type(self).__name__}: expected an input of at least "
-                             f"{self._dims + 1} dims, got {getattr(x, 'shape', None)}")
+        d = self._dims
+        ok = (x.ndim >= d) if self._mode == "constant" else x.ndim in (d + 1, d + 2)
+        if not isinstance(x, Tensor) or not ok:
+            want = f"at least {d}" if self._mode == "constant" else f"{d + 1} or {d + 2}"
+            raise ShapeError(f"{type(self).__name__}: expected an input of {want} dims, got "
+                             f"{getattr(x, 'shape', None)}")
         if self._mode == "constant":
             return pad(x, self.padding, "constant", self.value)
         return pad(x, self.padding, self._mode)
@@ -151,6 +155,9 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     if not isinstance(weight, Tensor) or weight.ndim > 1:
         raise ShapeError(f"prelu: weight must be a 1-D tensor, got "
                          f"{getattr(weight, 'shape', type(weight).__name__)}")
+    if weight.dtype is not input.dtype:
+        raise DTypeError(f"prelu: input dtype {input.dtype.name} does not match the weight's "
+                         f"{weight.dtype.name}")
     n = weight.numel()
     if n != 1:
         if input.ndim < 2 or input.shape[1] != n:
@@ -190,6 +197,10 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
         raise ShapeError(f"bilinear: expected input1 [*, {weight.shape[1:2]}], input2 "
                          f"[*, {weight.shape[2:3]}] with one batch shape and weight [out, in1, "
                          f"in2], got {input1.shape}, {input2.shape}, {weight.shape}")
+    if not input1.dtype is input2.dtype is weight.dtype:
+        raise DTypeError(f"bilinear: input1 ({input1.dtype.name}), input2 "
+                         f"({input2.dtype.name}) and weight ({weight.dtype.name}) must have one "
+                         "dtype")
     lead = input1.shape[:-1]
     x1 = input1.reshape(-1, weight.shape[1])
     x2 = input2.reshape(-1, weight.shape[2])
@@ -279,12 +290,15 @@ class _InstanceNorm(Module):
         else:
             self.register_parameter("weight", None)
             self.register_parameter("bias", None)
-        if track_running_stats:
+        if track_running_stats:  # torch's names (num_batches_tracked stays 0, as torch's)
             self.register_buffer("running_mean", creation.zeros((num_features,), **kw))
             self.register_buffer("running_var", creation.ones((num_features,), **kw))
+            self.register_buffer("num_batches_tracked",
+                                 creation.zeros((), dtype=dt.int64, device=device))
         else:
             self.register_buffer("running_mean", None)
             self.register_buffer("running_var", None)
+            self.register_buffer("num_batches_tracked", None)
 
     def forward(self, x: Tensor) -> Tensor:
         name = type(self).__name__
@@ -327,10 +341,12 @@ class InstanceNorm3d(_InstanceNorm):
 
 # ---------------------------------------------------------------------- parameter containers
 def _param(owner: str, p) -> Parameter:
-    if not isinstance(p, Parameter):
-        raise ModuleError(f"{owner}: needs Parameters, got {type(p).__name__} (wrap it: "
-                          "nn.Parameter(tensor))")
-    return p
+    """A Parameter as given, or a tensor wrapped in one (as torch's containers do)."""
+    if isinstance(p, Parameter):
+        return p
+    if isinstance(p, Tensor):
+        return Parameter(p)
+    raise ModuleError(f"{owner}: needs Parameters or tensors, got {type(p).__name__}")
 
 
 class ParameterList(Module):
@@ -347,8 +363,10 @@ class ParameterList(Module):
     def __iter__(self) -> Iterator[Parameter]:
         return iter(list(self._parameters.values()))
 
-    def __getitem__(self, i: int) -> Parameter:
+    def __getitem__(self, i):
         values = list(self._parameters.values())
+        if isinstance(i, slice):
+            return ParameterList(values[i])
         if not -len(values) <= i < len(values):
             raise IndexOutOfRangeError(f"ParameterList: index {i} out of range for length "
                                        f"{len(values)}")
@@ -369,14 +387,29 @@ class ParameterList(Module):
             self.append(v)
         return self
 
+    def __iadd__(self, values: Iterable[Parameter]) -> "ParameterList":
+        return self.extend(values)
+
 
 class ParameterDict(Module):
     """Parameters by string key (keys without dots)."""
 
-    def __init__(self, parameters: Mapping[str, Parameter] | None = None):
+    def __init__(self, parameters=None):
         super().__init__()
-        for k, v in (parameters or {}).items():
+        if parameters is not None:
+            self.update(parameters)
+
+    def update(self, parameters) -> None:
+        """Add (or replace) the parameters of a mapping or of (key, parameter) pairs."""
+        items = parameters.items() if hasattr(parameters, "items") else parameters
+        for k, v in items:
             self[k] = v
+
+    def get(self, key: str, default=None):
+        return self._parameters.get(key, default)
+
+    def pop(self, key: str) -> Parameter:
+        return self._parameters.pop(key)
 
     def __getitem__(self, key: str) -> Parameter:
         return self._parameters[key]

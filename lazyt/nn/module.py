@@ -30,6 +30,11 @@ class ModuleError(LazytError, TypeError):
     """A module attribute assigned a value of the wrong kind, or a missing submodule path."""
 
 
+class MissingMemberError(ModuleError, AttributeError):
+    """A submodule, parameter or buffer path that names nothing (an AttributeError too, as
+    torch raises)."""
+
+
 class LoadResult(NamedTuple):
     """What `load_state_dict(strict=False)` skipped."""
 
@@ -240,9 +245,9 @@ class Module:
         for part in path.split("."):
             child = m.__dict__["_modules"].get(part)
             if child is None:
-                raise ModuleError(f"get_submodule: {type(m).__name__} at "
-                                  f"{'.'.join(walked) or '<root>'!r} has no submodule {part!r} "
-                                  f"(path {path!r})")
+                raise MissingMemberError(f"get_submodule: {type(m).__name__} at "
+                                         f"{'.'.join(walked) or '<root>'!r} has no "
+                                         f"submodule {part!r} (path {path!r})")
             walked.append(part)
             m = child
         return m
@@ -434,8 +439,8 @@ class Module:
         owner = self.get_submodule(mod) if mod else self
         value = owner.__dict__[registry].get(name)
         if value is None:
-            raise ModuleError(f"{type(owner).__name__} has no {what} {name!r} (path "
-                              f"{target!r})")
+            raise MissingMemberError(f"{type(owner).__name__} has no {what} {name!r} (path "
+                                     f"{target!r})")
         return value
 
     def get_device(self) -> Device | None:
@@ -455,35 +460,52 @@ class Module:
         hooks = self.__dict__.get("_hooks")
         if not hooks:
             return self.forward(*args, **kwargs)
-        for hook in list(hooks["pre"].values()):
+        for hook, with_kwargs in list(hooks["pre"].values()):
+            if with_kwargs:
+                changed = hook(self, args, kwargs)
+                if changed is not None:
+                    args, kwargs = changed
+                continue
             changed = hook(self, args)
             if changed is not None:
                 args = changed if isinstance(changed, tuple) else (changed,)
         out = self.forward(*args, **kwargs)
-        for hook in list(hooks["post"].values()):
-            changed = hook(self, args, out)
+        for hook, with_kwargs in list(hooks["post"].values()):
+            changed = hook(self, args, kwargs, out) if with_kwargs else hook(self, args, out)
             if changed is not None:
                 out = changed
         return out
 
-    def _add_hook(self, kind: str, hook) -> "RemovableHandle":
+    def _add_hook(self, kind: str, hook, prepend: bool, with_kwargs: bool,
+                  always_call: bool = False) -> "RemovableHandle":
         if not callable(hook):
             raise ModuleError(f"{type(self).__name__}: a hook must be callable, got "
                               f"{type(hook).__name__}")
+        if always_call:
+            raise ModuleError(f"{type(self).__name__}: always_call=True is not supported")
         hooks = self.__dict__.setdefault("_hooks", {"pre": {}, "post": {}})
         handle = RemovableHandle(hooks[kind])
-        hooks[kind][handle.id] = hook
+        registry = hooks[kind]  # changed in place: every handle keeps pointing at it
+        entry = {handle.id: (hook, bool(with_kwargs))}
+        ordered = {**entry, **registry} if prepend else {**registry, **entry}
+        registry.clear()
+        registry.update(ordered)
         return handle
 
-    def register_forward_pre_hook(self, hook) -> "RemovableHandle":
+    def register_forward_pre_hook(self, hook, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> "RemovableHandle":
         """`hook(module, args)` runs before `forward`; a non-None result replaces the
-        positional arguments (a tuple, or one value). Returns a handle: `handle.remove()`."""
-        return self._add_hook("pre", hook)
+        positional arguments (a tuple, or one value). With `with_kwargs`, `hook(module, args,
+        kwargs)` and a non-None result is the pair `(args, kwargs)`. `prepend` runs it before
+        the hooks already there. Returns a handle: `handle.remove()`."""
+        return self._add_hook("pre", hook, prepend, with_kwargs)
 
-    def register_forward_hook(self, hook) -> "RemovableHandle":
-        """`hook(module, args, output)` runs after `forward`; a non-None result replaces the
-        output. Returns a handle: `handle.remove()`."""
-        return self._add_hook("post", hook)
+    def register_forward_hook(self, hook, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> "RemovableHandle":
+        """`hook(module, args, output)` (with `with_kwargs`: `hook(module, args, kwargs,
+        output)`) runs after `forward`; a non-None result replaces the output. `prepend` runs
+        it before the hooks already there. Returns a handle: `handle.remove()`."""
+        return self._add_hook("post", hook, prepend, with_kwargs, always_call)
 
     # ------------------------------------------------------------------ checkpoints
     def save_pretrained(self, directory) -> None:

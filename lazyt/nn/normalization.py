@@ -250,6 +250,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
     rm = _channels(fn, running_mean, "running_mean", input, compute, c)
     rv = _channels(fn, running_var, "running_var", input, compute, c)
     x = input.to(compute)
+    if training and input.numel() == 0:  # an empty batch: empty output, statistics kept
+        return input * 1
     if training:
         n = input.numel() // max(c, 1)
         if n <= 1:

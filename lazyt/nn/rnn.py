@@ -78,6 +78,14 @@ class _RNNBase(Module):
                     setattr(self, n, _uniform(s, bound, dtype, device))
                 self._names.append(names)
 
+    def flatten_parameters(self) -> None:
+        """torch's call to pack the weights for cuDNN: nothing to do here."""
+
+    @property
+    def all_weights(self) -> list:
+        """The parameters of each layer and direction, in torch's order."""
+        return [[getattr(self, n) for n in names] for names in self._names]
+
     @property
     def _directions(self) -> int:
         return 2 if self.bidirectional else 1
@@ -92,6 +100,10 @@ class _RNNBase(Module):
         if x.shape[-1] != self.input_size:
             raise ShapeError(f"{name}: input of shape {x.shape} should end with "
                              f"input_size={self.input_size}")
+        w = getattr(self, self._names[0][0])
+        if x.dtype is not w.dtype:  # as torch: no silent promotion
+            raise DTypeError(f"{name}: input dtype {x.dtype.name} does not match the weights' "
+                             f"{w.dtype.name}")
         batched = x.ndim == 3
         if not batched:
             x = x.unsqueeze(1)
@@ -106,6 +118,9 @@ class _RNNBase(Module):
         if not isinstance(h, Tensor):
             raise DTypeError(f"{type(self).__name__}: {what} must be a Tensor, got "
                              f"{type(h).__name__}")
+        if h.dtype is not like.dtype:
+            raise DTypeError(f"{type(self).__name__}: {what} dtype {h.dtype.name} does not "
+                             f"match the input's {like.dtype.name}")
         if not batched:
             h = h.unsqueeze(1)
         if h.shape != want:
@@ -252,6 +267,9 @@ class _CellBase(Module):
         if not isinstance(x, Tensor) or x.ndim not in (1, 2) or x.shape[-1] != self.input_size:
             raise ShapeError(f"{name}: input must be [N, {self.input_size}] or "
                              f"[{self.input_size}], got {getattr(x, 'shape', type(x).__name__)}")
+        if x.dtype is not self.weight_ih.dtype:
+            raise DTypeError(f"{name}: input dtype {x.dtype.name} does not match the weights' "
+                             f"{self.weight_ih.dtype.name}")
         batched = x.ndim == 2
         return (x if batched else x.unsqueeze(0)), batched
 
@@ -259,6 +277,9 @@ class _CellBase(Module):
         if h is None:
             return creation.zeros((x.shape[0], self.hidden_size), dtype=x.dtype,
                                   device=x.device)
+        if not isinstance(h, Tensor) or h.dtype is not x.dtype:
+            raise DTypeError(f"{type(self).__name__}: {what} must be a Tensor of the input's "
+                             f"dtype {x.dtype.name}")
         h = h if batched else h.unsqueeze(0)
         if h.shape != (x.shape[0], self.hidden_size):
             raise ShapeError(f"{type(self).__name__}: {what} should have shape "

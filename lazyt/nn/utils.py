@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from typing import Iterable
 
+from .. import dtype as dt
 from ..autodiff import no_grad
 from ..errors import InvalidArgumentError, ShapeError
 from ..functional import cat, stack
@@ -30,6 +31,8 @@ def _tensors(fn: str, tensors) -> list:
 
 
 def _norm(t: Tensor, p: float) -> Tensor:
+    if t.dtype is dt.float16:  # squares of half values overflow: the norm in float32
+        t = t.to(dt.float32)
     a = t.abs()
     if p == math.inf:
         return a.max()
@@ -52,7 +55,9 @@ def get_total_norm(tensors, norm_type: float = 2.0, error_if_nonfinite: bool = F
         from ..creation import zeros
         return zeros(())
     with no_grad():
-        total = _norm(stack([_norm(t.detach().to(ts[0].dtype), p) for t in ts]), p)
+        norms = [_norm(t.detach(), p) for t in ts]
+        wide = dt.float64 if any(n.dtype is dt.float64 for n in norms) else norms[0].dtype
+        total = _norm(stack([n.to(wide) for n in norms]), p)
     if error_if_nonfinite and not math.isfinite(total.item()):
         raise InvalidArgumentError(f"get_total_norm: the total norm of order {norm_type} is "
                                    "non-finite, so it cannot be clipped; pass "

@@ -8,7 +8,7 @@ from .. import capture_state as _capture
 from ..creation import full as _full
 from ..dtype import float32
 from ..tensor import Tensor
-from .optimizer import Optimizer, OptimizerError
+from .optimizer import Optimizer, OptimizerError, torch_flags
 
 
 class Adam(Optimizer):
@@ -18,7 +18,8 @@ class Adam(Optimizer):
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False,
-                 maximize: bool = False):
+                 maximize: bool = False, **flags):
+        torch_flags(type(self).__name__, flags)
         b1, b2 = betas
         if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
             raise OptimizerError(f"{type(self).__name__}: betas must be in [0, 1), got {betas}")
@@ -71,6 +72,7 @@ class AdamW(Adam):
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False,
-                 maximize: bool = False):
+                 maximize: bool = False, **flags):
+        torch_flags(type(self).__name__, flags)
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
                          amsgrad=amsgrad, maximize=maximize)

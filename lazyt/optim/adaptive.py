@@ -14,7 +14,7 @@ from ..creation import full as _full
 from ..dtype import float32
 from ..functional import where
 from ..tensor import Tensor
-from .optimizer import Optimizer, OptimizerError
+from .optimizer import Optimizer, OptimizerError, torch_flags
 
 
 def _next_step(state: dict, p: Tensor):
@@ -63,7 +63,8 @@ class RMSprop(Optimizer):
 
     def __init__(self, params: Iterable, lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
-                 centered: bool = False, maximize: bool = False):
+                 centered: bool = False, maximize: bool = False, **flags):
+        torch_flags(type(self).__name__, flags)
         _check("RMSprop", lr=(lr, 0.0, True), eps=(eps, 0.0, True), alpha=(alpha, 0.0, True),
                momentum=(momentum, 0.0, True), weight_decay=(weight_decay, 0.0, True))
         super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
@@ -99,7 +100,8 @@ class Adagrad(Optimizer):
 
     def __init__(self, params: Iterable, lr: float = 1e-2, lr_decay: float = 0.0,
                  weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
-                 eps: float = 1e-10, maximize: bool = False):
+                 eps: float = 1e-10, maximize: bool = False, **flags):
+        torch_flags(type(self).__name__, flags)
         _check("Adagrad", lr=(lr, 0.0, True), lr_decay=(lr_decay, 0.0, True),
                weight_decay=(weight_decay, 0.0, True), eps=(eps, 0.0, True),
                initial_accumulator_value=(initial_accumulator_value, 0.0, True))
@@ -124,7 +126,8 @@ class Adadelta(Optimizer):
     `u = rho u + (1 - rho) d^2`; `p -= lr d`, as torch.optim.Adadelta."""
 
     def __init__(self, params: Iterable, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
-                 weight_decay: float = 0.0, maximize: bool = False):
+                 weight_decay: float = 0.0, maximize: bool = False, **flags):
+        torch_flags(type(self).__name__, flags)
         _check("Adadelta", lr=(lr, 0.0, True), eps=(eps, 0.0, True),
                weight_decay=(weight_decay, 0.0, True))
         if not 0.0 <= rho <= 1.0:
@@ -171,7 +174,8 @@ class Adamax(_AdamFamily):
     `p -= lr / (1 - b1^t) * m / u`, as torch.optim.Adamax."""
 
     def __init__(self, params: Iterable, lr: float = 2e-3, betas: tuple = (0.9, 0.999),
-                 eps: float = 1e-8, weight_decay: float = 0.0, maximize: bool = False):
+                 eps: float = 1e-8, weight_decay: float = 0.0, maximize: bool = False, **flags):
+        torch_flags(type(self).__name__, flags)
         super().__init__("Adamax", params, dict(lr=lr, betas=tuple(betas), eps=eps,
                                                 weight_decay=weight_decay, maximize=maximize))
 
@@ -198,7 +202,8 @@ class NAdam(_AdamFamily):
 
     def __init__(self, params: Iterable, lr: float = 2e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, momentum_decay: float = 4e-3,
-                 decoupled_weight_decay: bool = False, maximize: bool = False):
+                 decoupled_weight_decay: bool = False, maximize: bool = False, **flags):
+        torch_flags(type(self).__name__, flags)
         _check("NAdam", momentum_decay=(momentum_decay, 0.0, True))
         super().__init__("NAdam", params, dict(
             lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
@@ -231,7 +236,8 @@ class RAdam(_AdamFamily):
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0,
-                 decoupled_weight_decay: bool = False, maximize: bool = False):
+                 decoupled_weight_decay: bool = False, maximize: bool = False, **flags):
+        torch_flags(type(self).__name__, flags)
         super().__init__("RAdam", params, dict(
             lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
             decoupled_weight_decay=decoupled_weight_decay, maximize=maximize))

@@ -87,7 +87,7 @@ class Optimizer:
                              "accumulated .grad), the Gradients returned by loss.backward(), "
                              f"or a mapping Parameter -> Tensor; got {type(grads).__name__}")
 
-    def step(self, grads: Any = None) -> None:
+    def step(self, grads: Any = None):
         """Update every parameter that has a gradient: with no argument, its accumulated
         `p.grad` (torch's flow); else its gradient in `grads`, the `Gradients` returned by
         `loss.backward()` or a mapping Parameter -> Tensor (Burn's flow). Parameters without a
@@ -96,7 +96,15 @@ class Optimizer:
         Burn's flow hands the pass's gradients over: a parameter whose `.grad` holds exactly
         that pass's gradient (nothing accumulated before it) gets `.grad = None` after the
         update, so a loop of `opt.step(loss.backward())` neither accumulates nor keeps last
-        step's gradients alive. Accumulated `.grad` (torch's flow) is left as torch leaves it."""
+        step's gradients alive. Accumulated `.grad` (torch's flow) is left as torch leaves it.
+
+        A callable is torch's closure: it is called (it should zero the gradients, compute
+        the loss and call `backward()`), the parameters are updated from their `.grad`, and
+        its loss is returned."""
+        if callable(grads) and not isinstance(grads, Mapping) and not hasattr(grads, "get"):
+            loss = grads()
+            self.step()
+            return loss
         lookup = self._grad_lookup(grads)
         handed_over = []
         if grads is not None and not isinstance(grads, Mapping):
@@ -239,3 +247,15 @@ class Optimizer:
 def _describe(value) -> str:
     return f"{type(value).__name__} with keys {sorted(map(str, value))}" \
         if isinstance(value, Mapping) else type(value).__name__
+
+
+def torch_flags(name: str, flags: dict) -> None:
+    """Accept torch's implementation switches (`foreach`, `fused`, `capturable`, ...):
+    lazyt's step is one lazy program that fuses anyway, so they change nothing;
+    `differentiable=True` (a step autodiff can differentiate) is refused."""
+    known = {"foreach", "fused", "capturable", "differentiable"}
+    unknown = sorted(set(flags) - known)
+    if unknown:
+        raise TypeError(f"{name}: unexpected keyword argument(s) {', '.join(unknown)}")
+    if flags.get("differentiable"):
+        raise OptimizerError(f"{name}: differentiable=True is not supported")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterable
 
 from ..tensor import Tensor
-from .optimizer import Optimizer, OptimizerError
+from .optimizer import Optimizer, OptimizerError, torch_flags
 
 
 class SGD(Optimizer):
@@ -13,7 +13,8 @@ class SGD(Optimizer):
 
     def __init__(self, params: Iterable, lr: float = 1e-3, momentum: float = 0.0,
                  dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
-                 maximize: bool = False):
+                 maximize: bool = False, **flags):
+        torch_flags(type(self).__name__, flags)
         if nesterov and (momentum <= 0 or dampening != 0):
             raise OptimizerError("SGD: nesterov needs momentum > 0 and dampening = 0")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,

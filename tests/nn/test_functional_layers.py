@@ -298,8 +298,8 @@ def test_activation_modules_match_the_functions(rng):
                     (nn.Softmax(dim=1), lambda t: F.softmax(t, 1)),
                     (nn.LogSoftmax(dim=0), lambda t: F.log_softmax(t, 0))]:
         np.testing.assert_array_equal(mod(x).numpy(), fn(x).numpy())
-    with pytest.raises(lazyt.InvalidArgumentError, match="Softmax"):
-        nn.Softmax()(x)
+    with pytest.warns(UserWarning, match="implicit dimension"):  # torch's choice: dim 1
+        np.testing.assert_array_equal(nn.Softmax()(x).numpy(), F.softmax(x, 1).numpy())
     with pytest.raises(lazyt.ShapeError, match="glu"):
         F.glu(lazyt.ones((2, 3)))
     with pytest.raises(lazyt.InvalidArgumentError, match="softshrink"):
@@ -515,3 +515,28 @@ def test_batch_norm_against_torch(rng):
         np.testing.assert_allclose(lx.grad.numpy(), tx.grad.numpy(), rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(m.running_var.numpy(), t.running_var.numpy(), rtol=1e-6)
     np.testing.assert_allclose(m.weight.grad.numpy(), t.weight.grad.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def test_padding_idx_minus_one_zeroes_the_last_row():
+    assert not nn.Embedding(4, 2, padding_idx=-1).weight.numpy()[3].any()
+
+
+def test_regression_and_ranking_losses_take_integer_targets():
+    x = lazyt.tensor(np.array([0.5, -0.2, 1.5, 0.0], np.float32))
+    y = lazyt.tensor(np.array([1, -1, 1, -1]))
+    np.testing.assert_allclose(F.mse_loss(x, y).item(),
+                               np.mean((x.numpy() - y.numpy()) ** 2), rtol=1e-6)
+    np.testing.assert_allclose(F.hinge_embedding_loss(x, y).item(),
+                               np.mean([0.5, 1.2, 1.5, 1.0]), rtol=1e-6)
+    assert F.poisson_nll_loss(x, lazyt.tensor(np.array([1, 0, 2, 3]))).dtype is lazyt.float32
+
+
+def test_float16_distances_do_not_overflow():
+    a = np.full((2, 1000), 10, np.float16)
+    got = F.pairwise_distance(lazyt.tensor(a), lazyt.tensor(a * 0)).numpy()
+    assert got.dtype == np.float16 and np.isfinite(got).all()
+    np.testing.assert_allclose(got, 316.2, rtol=1e-3)
+    np.testing.assert_allclose(F.cosine_similarity(lazyt.tensor(a), lazyt.tensor(a)).numpy(),
+                               1.0, rtol=1e-3)
+    mixed = F.cosine_similarity(lazyt.ones((2, 3)), lazyt.ones((2, 3), dtype=lazyt.float64))
+    assert mixed.dtype is lazyt.float64

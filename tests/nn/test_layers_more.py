@@ -30,11 +30,10 @@ def arr(rng, *shape):
     (nn.ReplicationPad2d, (1, 0, 2, 1), "edge"), (nn.ReplicationPad3d, 1, "edge"),
     (nn.CircularPad2d, (1, 1, 2, 0), "wrap"), (nn.CircularPad1d, 1, "wrap")])
 def test_padding_modules(device, check, rng, cls, padding, mode):
-    x = arr(rng, 2, 3, 4, 5)
     dims = cls._dims
+    x = arr(rng, 2, 3, *(4, 5, 3)[:dims])  # batched: channels and `dims` padded dims
     pads = (padding,) * 2 * dims if isinstance(padding, int) else padding
-    width = [(0, 0)] * (4 - dims) + [(pads[2 * k], pads[2 * k + 1])
-                                    for k in reversed(range(dims))]
+    width = [(0, 0)] * 2 + [(pads[2 * k], pads[2 * k + 1]) for k in reversed(range(dims))]
     check(cls(padding)(lazyt.tensor(x, device=device)), np.pad(x, width, mode=mode))
 
 
@@ -140,10 +139,19 @@ def test_parameter_containers():
             self.ws = nn.ParameterList([nn.Parameter(lazyt.ones(2))])
             self.extra = nn.ParameterDict({"b": nn.Parameter(lazyt.zeros(2))})
     assert set(Model().state_dict()) == {"ws.0", "extra.b"}
+    pl.append(lazyt.ones(2))  # a tensor is wrapped in a Parameter, as torch's
+    assert isinstance(pl[-1], nn.Parameter) and len(pl) == 4
+    assert len(pl[1:3]) == 2
+    pl += [lazyt.zeros(1)]
+    assert len(pl) == 5
     with pytest.raises(nn.ModuleError, match="ParameterList"):
-        pl.append(lazyt.ones(2))
+        pl.append("weights")
     with pytest.raises(nn.ModuleError, match="ParameterDict"):
         pd["a.b"] = nn.Parameter(lazyt.ones(1))
+    pairs = nn.ParameterDict([("w", lazyt.ones(2))])  # pairs and plain tensors, as torch's
+    assert pairs.w.shape == (2,) and pairs.get("x") is None
+    pairs.update({"b": lazyt.zeros(1)})
+    assert pairs.pop("b").shape == (1,) and list(pairs) == ["w"]
     with pytest.raises(lazyt.IndexOutOfRangeError):
         pl[5]
 
@@ -303,3 +311,30 @@ def test_unfold_fold_against_torch(rng):
     (fa ** 2).sum().backward()
     (fb ** 2).sum().backward()
     np.testing.assert_allclose(lx.grad.numpy(), tx.grad.numpy(), rtol=1e-5)
+
+
+def test_padding_module_ranks_follow_torch():
+    assert nn.ZeroPad1d(1)(lazyt.ones(3)).shape == (5,)  # constant: any rank >= the dims
+    with pytest.raises(lazyt.ShapeError, match="ReplicationPad1d"):
+        nn.ReplicationPad1d(1)(lazyt.ones((2, 3, 4, 5)))  # 2-D or 3-D only
+
+
+def test_circular_padding_with_a_crop_wraps_what_is_left():
+    x = lazyt.arange(5)
+    np.testing.assert_array_equal(nn.CircularPad1d((-1, 1))(x.reshape(1, 5)).numpy()[0],
+                                  [1, 2, 3, 4, 1])
+    np.testing.assert_array_equal(F.pad(x, (1, -2), mode="circular").numpy(), [2, 0, 1, 2])
+
+
+def test_dtype_mismatches_raise():
+    with pytest.raises(lazyt.DTypeError, match="prelu"):
+        F.prelu(lazyt.ones((2, 3), dtype=lazyt.float64), lazyt.ones(1))
+    with pytest.raises(lazyt.DTypeError, match="bilinear"):
+        nn.Bilinear(2, 2, 1)(lazyt.ones((1, 2), dtype=lazyt.float64),
+                             lazyt.ones((1, 2), dtype=lazyt.float64))
+
+
+def test_instance_norm_state_dict_has_torchs_keys():
+    m = nn.InstanceNorm1d(3, affine=True, track_running_stats=True)
+    assert list(m.state_dict()) == ["weight", "bias", "running_mean", "running_var",
+                                    "num_batches_tracked"]

@@ -79,3 +79,25 @@ def test_dtype_and_device_shortcuts_and_lookups():
         m.get_parameter("0.gamma")
     with pytest.raises(nn.ModuleError, match="no buffer"):
         m.get_buffer("0.weight")
+
+
+def test_hook_order_and_kwargs():
+    m = nn.Linear(2, 2)
+    seen = []
+    h1 = m.register_forward_hook(lambda *a: seen.append("a"))
+    m.register_forward_hook(lambda *a: seen.append("b"), prepend=True)
+    m.register_forward_pre_hook(lambda mod, args, kwargs: (args, kwargs), with_kwargs=True)
+    m.register_forward_hook(lambda mod, args, kwargs, out: out * 0, with_kwargs=True)
+    y = m(lazyt.ones((1, 2)))
+    assert seen == ["b", "a"] and not y.numpy().any()
+    h1.remove()  # removing after a prepend still finds it
+    m(lazyt.ones((1, 2)))
+    assert seen == ["b", "a", "b"]
+
+
+def test_missing_members_are_attribute_errors():
+    m = nn.Sequential(nn.Linear(2, 2))
+    for call in (lambda: m.get_parameter("0.gamma"), lambda: m.get_submodule("3"),
+                 lambda: m.get_buffer("0.weight")):
+        with pytest.raises(AttributeError):
+            call()

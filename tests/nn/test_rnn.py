@@ -185,3 +185,16 @@ def test_same_outputs_and_gradients_as_torch(rng, mode):
     for name, p in lm.named_parameters():
         np.testing.assert_allclose(p.grad.numpy(), tp[name].grad.numpy(), rtol=1e-4,
                                    atol=1e-5, err_msg=name)
+
+
+def test_dtype_mismatch_raises_and_torch_helpers():
+    m = nn.LSTM(3, 4).double()
+    with pytest.raises(lazyt.DTypeError, match="LSTM"):
+        m(lazyt.ones((2, 1, 3)))
+    g = nn.GRU(3, 4)
+    with pytest.raises(lazyt.DTypeError, match="GRU"):
+        g(lazyt.ones((2, 1, 3)), lazyt.ones((1, 1, 4), dtype=lazyt.float64))
+    with pytest.raises(lazyt.DTypeError, match="GRUCell"):
+        nn.GRUCell(3, 4)(lazyt.ones((2, 3), dtype=lazyt.float64))
+    g.flatten_parameters()  # torch's cuDNN packing call: nothing to do
+    assert [[w.shape for w in ws] for ws in g.all_weights] == [[(12, 3), (12, 4), (12,), (12,)]]

@@ -247,3 +247,28 @@ def test_parameter_vectors():
     assert ps[0].shape == (2, 3) and ps[0].requires_grad
     with pytest.raises(lazyt.ShapeError, match="vector_to_parameters"):
         nn.utils.vector_to_parameters(v[:5], ps)
+
+
+def test_clip_grad_norm_of_float16_gradients():
+    p = nn.Parameter(lazyt.ones(70000, dtype=lazyt.float16))
+    p.sum().backward()
+    total = nn.utils.clip_grad_norm_([p], 1.0)
+    np.testing.assert_allclose(total.item(), math.sqrt(70000), rtol=1e-3)
+    assert np.isfinite(p.grad.numpy()).all() and p.grad.numpy().max() > 0
+
+
+def test_torch_flags_and_closures():
+    w = nn.Parameter(lazyt.tensor(np.ones(3)))
+    opt = optim.Adam([w], lr=0.1, fused=True, foreach=False, capturable=False)
+
+    def closure():
+        opt.zero_grad()
+        loss = (w * w).sum()
+        loss.backward()
+        return loss
+    assert opt.step(closure).item() == 3.0
+    assert w.numpy().max() < 1.0
+    with pytest.raises(optim.OptimizerError, match="differentiable"):
+        optim.SGD([w], lr=0.1, differentiable=True)
+    with pytest.raises(TypeError, match="bogus"):
+        optim.RMSprop([w], bogus=1)

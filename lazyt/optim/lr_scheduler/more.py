@@ -159,10 +159,10 @@ class ReduceLROnPlateau(LRScheduler):
             return a < (self.best * (1 - self.threshold) if rel else self.best - self.threshold)
         return a > (self.best * (1 + self.threshold) if rel else self.best + self.threshold)
 
-    def step(self, metrics) -> None:  # noqa: D417 - torch's signature
+    def step(self, metrics, epoch: int | None = None) -> None:  # noqa: D417 - torch's
         current = float(metrics.item() if isinstance(metrics, Tensor) else metrics)
         self._step_count += 1
-        self.last_epoch += 1
+        self.last_epoch = self.last_epoch + 1 if epoch is None else epoch  # (deprecated arg)
         if self._better(current):
             self.best = current
             self.num_bad_epochs = 0
