@@ -59,6 +59,22 @@ def median_time(fn, repeat: int, warmup: int) -> float:
     return statistics.median(times)
 
 
+def interleaved(runs: list) -> dict:
+    """Median seconds of each (name, fn) in `runs`, the runs alternating round by round (load
+    from elsewhere hits all alike), after 3 warm-up rounds."""
+    times: dict = {name: [] for name, _ in runs}
+    for k in range((5 if QUICK else 31) + 3):
+        for name, fn in runs:
+            gc.disable()
+            t0 = time.perf_counter()
+            fn()
+            t = time.perf_counter() - t0
+            gc.enable()
+            if k >= 3:  # warm-up
+                times[name].append(t)
+    return {name: statistics.median(ts) for name, ts in times.items()}
+
+
 # ---------------------------------------------------------------------------- (a)
 def bench_chain_4m() -> None:
     """numpy and both devices alternate run by run, so load from elsewhere hits all alike."""
@@ -79,20 +95,10 @@ def bench_chain_4m() -> None:
 
         np.testing.assert_allclose(fused(), want, rtol=1e-6)
         runs.append((name, fused))
-    times: dict = {name: [] for name, _ in runs}
-    repeat = 5 if QUICK else 31
-    for k in range(repeat + 3):
-        for name, fn in runs:
-            gc.disable()
-            t0 = time.perf_counter()
-            fn()
-            t = time.perf_counter() - t0
-            gc.enable()
-            if k >= 3:  # warm-up
-                times[name].append(t)
-    t_np = statistics.median(times["numpy"])
+    medians = interleaved(runs)
+    t_np = medians["numpy"]
     for name, _ in runs[1:]:
-        t = statistics.median(times[name])
+        t = medians[name]
         emit(case="a_chain8_4M_float32", device=name, numpy_ms=round(t_np * 1e3, 3),
              lazyt_ms=round(t * 1e3, 3), speedup=round(t_np / t, 2),
              goal=">=5x with numba" if jit_on() else ">=1.5x (aim 2x)",
@@ -109,26 +115,16 @@ def bench_block_reduce() -> None:
                                    lambda a, b: ((a - b) * (a - b)).mean(-1)),
         "e_product_sum_all_4M": (lambda: (na * nb).sum(), lambda a, b: (a * b).sum()),
     }
-    repeat = 5 if QUICK else 31
     for case, (plain, expr) in cases.items():
         runs = [("numpy", plain)]
         for name, dev in DEVICES:
             a, b = (lazyt.tensor(x, device=dev) for x in (na, nb))
             runs.append((name, lambda a=a, b=b: expr(a, b).numpy()))
             np.testing.assert_allclose(runs[-1][1](), plain(), rtol=1e-4)
-        times: dict = {name: [] for name, _ in runs}
-        for k in range(repeat + 3):
-            for name, fn in runs:
-                gc.disable()
-                t0 = time.perf_counter()
-                fn()
-                t = time.perf_counter() - t0
-                gc.enable()
-                if k >= 3:
-                    times[name].append(t)
-        t_np = statistics.median(times["numpy"])
+        medians = interleaved(runs)
+        t_np = medians["numpy"]
         for name, _ in runs[1:]:
-            t = statistics.median(times[name])
+            t = medians[name]
             emit(case=case, device=name, numpy_ms=round(t_np * 1e3, 3),
                  lazyt_ms=round(t * 1e3, 3), speedup=round(t_np / t, 2), numba=jit_on(),
                  threads=_threads())

@@ -10,12 +10,17 @@ from __future__ import annotations
 import math
 from typing import Iterable, Iterator, Mapping
 
+import numpy as np
+
 from .. import creation
 from .. import dtype as dt
 from ..errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
-from ..functional import where
+from ..functional import stack, where
+from ..reductions import _norm
 from ..layout import pad
 from ..tensor import Tensor
+from .conv import as_tuple, windows
+from .dropout import _probability
 from .module import Module, ModuleError
 from .normalization import batch_norm
 from .parameter import Parameter
@@ -455,7 +460,6 @@ def _channel_mask(x: Tensor, p: float, spatial: int) -> Tensor:
 
 def _channel_dropout(fn: str, input, p: float, training: bool, inplace: bool,  # noqa: A002
                      spatial: int, dims: tuple) -> Tensor:
-    from .dropout import _probability
     p = _probability(fn, p)
     if inplace:
         raise InvalidArgumentError(f"{fn}: inplace=True is not supported; use the returned "
@@ -492,7 +496,6 @@ def dropout3d(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A00
 
 
 def _alpha_dropout(fn: str, input, p: float, training: bool, spatial: int) -> Tensor:  # noqa: A002
-    from .dropout import _probability
     p = _probability(fn, p)
     if not isinstance(input, Tensor) or not input.dtype.is_float:
         raise DTypeError(f"{fn}: expected a floating-point tensor input, got "
@@ -532,7 +535,6 @@ class _ChannelDropout(Module):
 
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
-        from .dropout import _probability
         self.p = _probability(type(self).__name__, p)
         if inplace:
             raise InvalidArgumentError(f"{type(self).__name__}: inplace=True is not supported")
@@ -600,13 +602,11 @@ class Softmax2d(Module):
 def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
     """The p-norm distances between the rows of `input` (N, M), for every pair i < j in
     row-major order: N (N - 1) / 2 values."""
-    from ..reductions import _norm
     if not isinstance(input, Tensor) or input.ndim != 2 or not input.dtype.is_float:
         raise ShapeError(f"pdist: expected a 2-D floating-point input, got "
                          f"{getattr(input, 'shape', type(input).__name__)}")
     if not p >= 0:
         raise InvalidArgumentError(f"pdist: p must be >= 0, got {p!r}")
-    import numpy as np
     i, j = np.triu_indices(input.shape[0], 1)
     if i.size == 0:
         return creation.zeros((0,), dtype=input.dtype, device=input.device)
@@ -620,7 +620,6 @@ def pdist(input: Tensor, p: float = 2.0) -> Tensor:  # noqa: A002
 
 # ---------------------------------------------------------------------- unfold / fold
 def _fold_geometry(fn: str, kernel_size, dilation, padding, stride) -> tuple:
-    from .conv import as_tuple
     kernel = as_tuple(fn, "kernel_size", kernel_size, 2, 1)
     dilation = as_tuple(fn, "dilation", dilation, 2, 1)
     padding = as_tuple(fn, "padding", padding, 2, 0)
@@ -640,7 +639,6 @@ def _blocks(fn: str, size: tuple, kernel, dilation, padding, stride) -> tuple:
 def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tensor:  # noqa: A002
     """im2col: (N, C, H, W) -> (N, C * kh * kw, L), column l holding the l-th sliding block
     (channel-major, then kernel offsets in row-major order, as torch)."""
-    from .conv import windows
     fn = "unfold"
     kernel, dilation, padding, stride = _fold_geometry(fn, kernel_size, dilation, padding,
                                                        stride)
@@ -651,7 +649,6 @@ def unfold(input: Tensor, kernel_size, dilation=1, padding=0, stride=1) -> Tenso
     x = input.unsqueeze(0) if unbatched else input
     out = _blocks(fn, x.shape[2:], kernel, dilation, padding, stride)
     views = windows(x, kernel, stride, dilation, padding, out, 0.0)
-    from ..functional import stack
     n, c = x.shape[:2]
     cols = stack(views, 2).reshape(n, c * len(views), out[0] * out[1])
     return cols.squeeze(0) if unbatched else cols
@@ -661,8 +658,6 @@ def fold(input: Tensor, output_size, kernel_size, dilation=1, padding=0,  # noqa
          stride=1) -> Tensor:
     """col2im, the adjoint of `unfold`: (N, C * kh * kw, L) -> (N, C, *output_size), each
     column's values added at the positions its block covers (overlaps sum)."""
-    import numpy as np
-    from .conv import as_tuple
     fn = "fold"
     kernel, dilation, padding, stride = _fold_geometry(fn, kernel_size, dilation, padding,
                                                        stride)

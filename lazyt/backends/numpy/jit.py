@@ -332,17 +332,7 @@ def _plan(block: FusedBlock, shapes: tuple):
         shape = block.shape
         d = len(shape)
         padded = [(1,) * (d - len(s)) + tuple(s) for s in shapes]
-        sizes: list = []
-        pats: list = []
-        for k in range(d):
-            if shape[k] == 1:
-                continue
-            pat = tuple(p[k] != 1 for p in padded)
-            if pats and pats[-1] == pat:
-                sizes[-1] *= shape[k]
-            else:
-                sizes.append(shape[k])
-                pats.append(pat)
+        sizes, pats = _groups(shape, padded, range(d))
         if sizes:
             g = len(sizes)
             present = []
