@@ -98,6 +98,11 @@ class Dispatch:
         return x.device.backend.to_numpy(x.primitive)
 
     @staticmethod
+    def host_value(x):
+        """`x`'s host array when its value is already there (see Backend.host_value)."""
+        return x.device.backend.host_value(x.primitive)
+
+    @staticmethod
     def to_device(x, dev: Device):
         """Move `x` to `dev` (differentiable where the source layer supports it)."""
         if x.device is dev:

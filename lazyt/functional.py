@@ -768,6 +768,24 @@ def index_tensor(op: str, index, like: DT) -> DT:
     return to(idx, dt.int64)
 
 
+def check_known_index(op: str, idx: DT, size: int, dim: int) -> None:
+    """Raise IndexOutOfRangeError now when `idx`'s values are already on the host (ids made
+    from data, not by pending ops) and one is outside [0, size). The kernels check too, but
+    only when the pending ops run: by then an optimizer step may have recorded an update of
+    the table from the bad lookup, leaving the parameter without a value. Not while
+    `lazyt.compile` records (a replay would not repeat the check; the kernel's does)."""
+    if _CAPTURE.session is not None:
+        return
+    a = Dispatch.host_value(idx)
+    if a is None or a.size == 0 or a.dtype.kind not in "iu":
+        return
+    lo, hi = a.min(), a.max()
+    if lo < 0 or hi >= size:
+        bad = lo if lo < 0 else hi
+        raise IndexOutOfRangeError(f"{op}: index {int(bad)} is out of range for dim {dim} of "
+                                   f"size {size} (index shape {idx.shape})")
+
+
 def _line(op: str, idx: DT) -> DT:
     if idx.ndim > 1:
         raise ShapeError(f"{op}: index must be 1-D, got shape {idx.shape}")
@@ -779,8 +797,9 @@ def index_select(x: DT, dim: int, index) -> DT:
     """The slices of `x` along `dim` at the positions in the 1-D `index`."""
     _rank1("index_select", x)
     d = sh.normalize_dim("index_select", dim, x.ndim)
-    return Dispatch.helper("index_select", x, d, _line("index_select",
-                                                      index_tensor("index_select", index, x)))
+    idx = index_tensor("index_select", index, x)
+    check_known_index("index_select", idx, x.shape[d], d)
+    return Dispatch.helper("index_select", x, d, _line("index_select", idx))
 
 
 @method()
@@ -790,6 +809,7 @@ def gather(x: DT, dim: int, index) -> DT:
     d = sh.normalize_dim("gather", dim, x.ndim)
     idx = index_tensor("gather", index, x)
     ops.lookup("gather").meta(x, d, idx)  # the op's one shape rule, with the user's names
+    check_known_index("gather", idx, x.shape[d], d)
     return Dispatch.gather(x, d, idx)
 
 
@@ -798,7 +818,9 @@ def index_add(x: DT, dim: int, index, source, *, alpha=1) -> DT:
     """A copy of `x` with the slices of `source` added at the rows `index` along `dim`."""
     _rank1("index_add", x)
     d = sh.normalize_dim("index_add", dim, x.ndim)
-    idx = _line("index_add", index_tensor("index_add", index, x))
+    idx = index_tensor("index_add", index, x)
+    check_known_index("index_add", idx, x.shape[d], d)
+    idx = _line("index_add", idx)
     src = as_tensor(source, x)
     d_out = dt.promote(x.dtype, src.dtype)
     # the op's one shape rule first, as the inputs will be once promoted
@@ -821,6 +843,7 @@ def scatter_add(x: DT, dim: int, index, src) -> DT:
     d_out = dt.promote(x.dtype, src.dtype)
     ops.lookup("scatter_add").meta(TensorMeta(x.shape, d_out), d, idx,
                                    TensorMeta(src.shape, d_out))
+    check_known_index("scatter_add", idx, x.shape[d], d)
     x, src = to(x, d_out), to(src, d_out)
     return Dispatch.scatter_add(x, d, idx, src)
 

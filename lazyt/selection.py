@@ -25,8 +25,9 @@ from . import shape as sh
 from .creation import arange, full
 from .dispatch import DispatchTensor, common_device
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
-from .functional import (as_tensor, binary, cat, expand, gather, index_select, index_tensor,
-                         method, refuse_byte_index, scatter_add, to, where)
+from .functional import (as_tensor, binary, cat, check_known_index, expand, gather,
+                         index_select, index_tensor, method, refuse_byte_index, scatter_add, to,
+                         where)
 from .inplace import rebind
 from .layout import movedim, pad
 from .mathops import install_methods, tensor_arg
@@ -102,6 +103,7 @@ def _scatter_args(op: str, input, dim, index, src):
     if src.ndim == 0:
         src = src.reshape(1)
     sh.gather(op, x.shape, d, idx.shape)
+    check_known_index(op, idx, x.shape[d], d)
     if src.ndim != idx.ndim or any(a > b for a, b in zip(idx.shape, src.shape)):
         raise ShapeError(f"{op}: index shape {idx.shape} must fit inside src shape "
                          f"{src.shape}")

@@ -70,6 +70,9 @@ class Autodiff(Backend):
     def to_numpy(self, x: Primitive) -> np.ndarray:
         return self.inner.to_numpy(x.primitive if type(x) is AT else x)
 
+    def host_value(self, x: Primitive) -> np.ndarray | None:
+        return self.inner.host_value(x.primitive if type(x) is AT else x)
+
     def transfer(self, x: Primitive, target: Backend) -> Primitive:
         """Differentiable when `target` is another Autodiff stack: the result is tracked there
         and its gradient moves back to this stack in backward."""

@@ -59,6 +59,12 @@ class Backend:
         """Read a primitive back to the host (a drain point for lazy layers)."""
         raise MissingImplError(f"to_numpy: {type(self).__name__} has no read-back")
 
+    def host_value(self, x: Primitive) -> np.ndarray | None:
+        """The host array that already holds `x`'s value, when there is one without running,
+        waiting for or copying anything (a lazy layer's pending tensor, a GPU buffer: None).
+        For cheap checks of known values at record time; the caller only reads it."""
+        return None
+
     def transfer(self, x: Primitive, target: "Backend") -> Primitive:
         """Move `x` to another backend stack (through the host unless a layer knows better)."""
         return target.from_numpy(self.to_numpy(x))

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from .. import creation
 from ..errors import DTypeError, IndexOutOfRangeError, ShapeError
-from ..functional import where
+from ..functional import check_known_index, where
 from ..tensor import Tensor
 from .module import Module
 from .parameter import Parameter
@@ -31,6 +31,7 @@ def lookup(fn: str, ids, weight: Tensor, padding_idx: int | None = None) -> Tens
     if ids.dtype.is_float or ids.dtype.name == "bool":
         raise DTypeError(f"{fn}: ids must be an integer tensor, got {ids.dtype.name} "
                          f"of shape {ids.shape}")
+    check_known_index(fn, ids, weight.shape[0], 0)
     flat = ids.reshape(-1)
     rows = weight.index_select(0, flat)
     if padding_idx is not None and rows.requires_grad:

@@ -34,6 +34,9 @@ class NumpyBackend(Backend):
     def to_numpy(self, x: np.ndarray) -> np.ndarray:
         return x
 
+    def host_value(self, x: np.ndarray) -> np.ndarray:
+        return x
+
     def dtype_of(self, x: np.ndarray) -> DType:
         return dt.from_numpy(x.dtype)
 
