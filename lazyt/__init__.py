@@ -92,3 +92,9 @@ from .moreops2 import *  # noqa: E402,F401,F403
 from .moreops2 import __all__ as _moreops2_all  # noqa: E402
 
 __all__ += [n for n in _moreops2_all if n not in __all__]
+
+# torch's other names (multiply, divide, arccos, ...), the in-place forms of the shape-keeping
+# methods (exp_, sigmoid_, tril_, ...) and small Tensor queries (lazyt/aliases.py)
+from . import aliases as _aliases  # noqa: E402
+
+__all__ += [n for n in _aliases._install() if n not in __all__]
