@@ -17,7 +17,7 @@ from __future__ import annotations
 import sys
 
 from . import functional as F
-from .errors import ShapeError
+from .errors import DTypeError, ShapeError
 from .inplace import rebind
 from .tensor import Tensor
 
@@ -92,14 +92,13 @@ def fliplr(self):
 def flipud(self):
     """Reverse dim 0 (up/down), as torch.flipud; needs at least 1 dim."""
     if self.ndim < 1:
-        raise ShapeError("fliplr: the input must have at least 1 dim, got a 0-d tensor")
+        raise ShapeError("flipud: the input must have at least 1 dim, got a 0-d tensor")
     return self.flip(0)
 
 
 def positive(self):
     """The tensor itself (torch.positive), refused for bool as torch does."""
     if self.dtype.name == "bool":
-        from .errors import DTypeError
         raise DTypeError("positive: not defined for bool tensors")
     return self
 

@@ -103,6 +103,8 @@ def test_queries_and_views(device):
     np.testing.assert_array_equal(lazyt.flipud(x).numpy(), np.flipud(A))
     with pytest.raises(ShapeError, match="fliplr"):
         lazyt.ones(3, device=device).fliplr()
+    with pytest.raises(ShapeError, match="flipud"):
+        lazyt.flipud(lazyt.tensor(1.0, device=device))
     assert x.positive() is x
     assert (x.ndimension(), x.nelement(), x.element_size()) == (2, 6, 4)
     assert lazyt.ones(2, dtype=lazyt.float16, device=device).element_size() == 2
