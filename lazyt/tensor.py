@@ -367,6 +367,56 @@ class Tensor(DispatchTensor):
         entry.append(hook)
         return RemovableHandle(entry, hook)
 
+    def register_hook(self, hook) -> "RemovableHandle":
+        """Call `hook(grad)` with this tensor's gradient in every backward pass that reaches
+        it, once that gradient is final; a tensor it returns (same shape) replaces the
+        gradient from there on, None keeps it (torch's `register_hook`). On a leaf the hook
+        runs before the gradient is added into `.grad`; on an intermediate, before the op
+        that made it passes the gradient on. Hooks run in registration order, under
+        `no_grad()`. Returns a handle whose `remove()` unregisters the hook.
+
+        Inside a function recorded by `lazyt.compile` the hook runs while recording: the ops
+        it applies to the gradient are replayed, its other effects are not."""
+        if not callable(hook):
+            raise InvalidArgumentError(f"register_hook: expected a callable, got "
+                                       f"{type(hook).__name__}")
+        backend = self.device.backend
+        if backend.leaf_id(self.primitive) is not None:
+            entry = _GRAD_HOOKS.get(id(self))
+            if entry is None:
+                key = id(self)
+                entry = _GRAD_HOOKS[key] = []
+                weakref.finalize(self, _GRAD_HOOKS.pop, key, None)
+            entry.append(hook)
+            return RemovableHandle(entry, hook)
+        if backend.node_id(self.primitive) is None:
+            raise GradError(f"register_hook: this tensor (shape {self.shape}) does not "
+                            f"require grad, so no gradient reaches it")
+        wrapped = _HookCall(hook, self.device, self.shape, self.dtype)
+        return RemovableHandle(backend.register_grad_hook(self.primitive, wrapped), wrapped)
+
+    def retain_grad(self) -> None:
+        """Keep this intermediate's gradient in `.grad` after backward (torch's
+        `retain_grad`; a leaf that requires grad keeps it anyway). The gradient kept is the
+        one after this tensor's hooks."""
+        backend = self.device.backend
+        if backend.leaf_id(self.primitive) is not None:
+            return
+        nid = backend.node_id(self.primitive)
+        if nid is None:
+            raise GradError(f"retain_grad: this tensor (shape {self.shape}) does not require "
+                            f"grad, so there is no gradient to keep")
+        _capture.saw(self)
+        self.primitive = backend.require_grad(self.primitive)
+        _RETAINED[nid] = self
+
+    @property
+    def retains_grad(self) -> bool:
+        """Whether `retain_grad()` keeps this intermediate's gradient in `.grad`."""
+        nid = self.device.backend.node_id(self.primitive)
+        return nid is not None and _RETAINED.get(nid) is self and \
+            self.device.backend.leaf_id(self.primitive) is None
+
     def _grad_in(self, grads) -> "Tensor | None":
         """This leaf's gradient in one backward pass's `grads` (None when it has none);
         `Gradients.get(tensor)` and `grads[tensor]` call this."""
@@ -535,7 +585,9 @@ def _accumulate(grads) -> None:
                 continue
             t = _LEAVES.get(nid)
             if t is None or t.device.backend.leaf_id(t.primitive) != nid:
-                continue   # dropped, or rebound to another leaf since
+                t = _RETAINED.get(nid)   # an intermediate that retains its gradient
+                if t is None or t.device.backend.node_id(t.primitive) != nid:
+                    continue   # dropped, or rebound to another node since
             _accumulate_one(t, g)
 
 
@@ -548,12 +600,47 @@ def _accumulate_one(t: Tensor, g) -> None:
     t._grad = AccumulatedGrad.of(t, g, t.device)
 
 
-#: Gradient hooks by id of their leaf tensor (an entry leaves with its tensor).
+#: Post-accumulate hooks by id of their leaf tensor (an entry leaves with its tensor).
 _HOOKS: dict[int, list] = {}
+#: `register_hook` hooks of leaves by id of their tensor (a leaf's node changes with every
+#: in-place update, so they cannot live on the node as an intermediate's do).
+_GRAD_HOOKS: dict[int, list] = {}
+#: Intermediates whose gradient `retain_grad()` keeps, by node id.
+_RETAINED: "weakref.WeakValueDictionary[int, Tensor]" = weakref.WeakValueDictionary()
+
+
+class _HookCall:
+    """A user's `register_hook` hook as the autodiff layer calls it: primitive gradient in,
+    primitive gradient (or None) out, checked against the tensor it was registered on."""
+
+    __slots__ = ("hook", "device", "shape", "dtype")
+
+    def __init__(self, hook, device, shape, dtype):
+        self.hook, self.device, self.shape, self.dtype = hook, device, shape, dtype
+
+    def __call__(self, g):
+        from .autodiff import no_grad
+        with no_grad():
+            out = self.hook(Tensor(g, self.device))
+            if out is None:
+                return None
+            if not isinstance(out, DispatchTensor):
+                raise GradError(f"register_hook: a hook must return a tensor or None, got "
+                                f"{type(out).__name__}")
+            if tuple(out.shape) != tuple(self.shape):
+                raise ShapeError(f"register_hook: the hook returned a gradient of shape "
+                                 f"{tuple(out.shape)} for a tensor of shape {self.shape}")
+            if out.device is not self.device:
+                raise DeviceError(f"register_hook: the hook returned a gradient on "
+                                  f"{out.device}, expected {self.device}")
+            if out.dtype is not self.dtype:
+                out = F.to(out, self.dtype)
+            return self.device.backend.detach(out.primitive)
 
 
 class RemovableHandle:
-    """What `register_post_accumulate_grad_hook` returns: `remove()` unregisters the hook."""
+    """What `register_hook` and `register_post_accumulate_grad_hook` return: `remove()`
+    unregisters the hook (also at the end of a `with handle:` block)."""
 
     __slots__ = ("_entry", "_hook")
 
@@ -561,8 +648,14 @@ class RemovableHandle:
         self._entry, self._hook = entry, hook
 
     def remove(self) -> None:
-        if self._hook in self._entry:
+        if any(h is self._hook for h in self._entry):
             self._entry.remove(self._hook)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
 
 
 class _LeafHooks:
@@ -571,18 +664,26 @@ class _LeafHooks:
 
     @staticmethod
     def active() -> bool:
-        return any(_HOOKS.values())
+        return any(_HOOKS.values()) or any(_GRAD_HOOKS.values())
 
     @staticmethod
     def wants(node_id) -> bool:
         t = _LEAVES.get(node_id)
-        return t is not None and bool(_HOOKS.get(id(t)))
+        return t is not None and bool(_HOOKS.get(id(t)) or _GRAD_HOOKS.get(id(t)))
 
     @staticmethod
     def ready(node_id, grads) -> None:
         t = _LEAVES.get(node_id)
         if t is None or t.device.backend.leaf_id(t.primitive) != node_id:
             return
+        pre = _GRAD_HOOKS.get(id(t))
+        if pre:
+            g = grads.get(node_id)
+            for hook in list(pre):
+                out = _HookCall(hook, t.device, t.shape, t.dtype)(g)
+                if out is not None:
+                    g = out
+            grads.replace(node_id, g)
         hooks = _HOOKS.get(id(t))
         if not hooks:
             return

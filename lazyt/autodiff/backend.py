@@ -112,9 +112,32 @@ class Autodiff(Backend):
     def leaf_id(self, x: Primitive):
         """The node id of `x` when it is a leaf that requires grad (`Requirement.GRAD`, no
         parents), else None."""
-        if type(x) is AT and x.node.requirement is Requirement.GRAD and not x.node.parents:
+        if type(x) is AT and x.node.requirement is Requirement.GRAD and not x.node.parents \
+                and not x.node.consumed:   # (a consumed intermediate has no parents either)
             return x.node.id
         return None
+
+    def node_id(self, x: Primitive):
+        """The node id of `x` when it is tracked (a leaf or an op's result), else None."""
+        if type(x) is AT and x.node.requirement is not Requirement.NONE:
+            return x.node.id
+        return None
+
+    def register_grad_hook(self, x: Primitive, hook) -> list:
+        """Run `hook(grad) -> grad | None` on the gradient of the intermediate `x` in the
+        backward pass that reaches it, before the op that made `x` uses it. Returns the list
+        holding the hook (remove it from there to unregister). Leaves are the Tensor layer's:
+        their node changes with every in-place update."""
+        if type(x) is not AT or x.node.requirement is Requirement.NONE:
+            raise GradError("register_hook: this tensor does not require grad")
+        node = x.node
+        if node.consumed:
+            raise GradError("register_hook: a backward pass already ran through this tensor "
+                            "(its graph is freed); register the hook before backward()")
+        if node.hooks is None:
+            node.hooks = []
+        node.hooks.append(hook)
+        return node.hooks
 
     def mark_overwritten(self, x: Primitive) -> None:
         """`x`'s tensor is being updated in place: a backward step that needs `x`'s value

@@ -70,8 +70,11 @@ def _run_steps(steps: list, grads: Gradients, checkpointer: Checkpointer,
     for i, node in enumerate(steps):
         step = node.step
         parents = node.parents
+        hooked = node.hooks
         node.clear()
         if node.id in grads:
+            if hooked:
+                _run_node_hooks(node, hooked, grads)
             # an intermediate marked with require_grad() keeps its gradient
             kept = grads.get(node) if node.requirement is Requirement.GRAD else None
             step.backward.backward(Ops(parents, node, step.state, node.backend), grads,
@@ -82,3 +85,14 @@ def _run_steps(steps: list, grads: Gradients, checkpointer: Checkpointer,
         del step, parents
         if ready is not None and i in ready:
             hooks.fire(ready[i], grads)
+
+
+def _run_node_hooks(node: Node, hooked: list, grads: Gradients) -> None:
+    """Replace the final gradient of an intermediate by what its hooks return (a hook that
+    returns None leaves it as it is), in registration order."""
+    g = grads.remove(node)
+    for hook in list(hooked):
+        out = hook(g)
+        if out is not None:
+            g = out
+    grads.register(node, g)

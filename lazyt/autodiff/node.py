@@ -69,11 +69,13 @@ class Node:
     gradient. `step` is None for leaves and for nodes consumed by a backward pass. `retro` is
     set under balanced checkpointing for memory-bound ops: how to recompute the value.
     `saved` lets every op that checkpoints this value share one `Saved` (weakly: the ops'
-    steps own it).
+    steps own it). `hooks` holds gradient hooks of an intermediate (`Tensor.register_hook`):
+    callables `hook(grad) -> grad | None` run on its gradient once it is final, before its
+    step uses it.
     """
 
     __slots__ = ("id", "parents", "requirement", "backend", "step", "retro", "consumed",
-                 "saved", "overwritten")
+                 "saved", "overwritten", "hooks")
 
     def __init__(self, id: NodeId, parents: tuple, requirement: Requirement, backend: Any,
                  step: Step | None = None, retro=None):
@@ -86,6 +88,7 @@ class Node:
         self.consumed = False
         self.saved = None  # weak reference to the `Saved` holding this node's value, if any
         self.overwritten = False  # its tensor was updated in place (`Tensor.add_`, `+=`, ...)
+        self.hooks: list | None = None
 
     def __repr__(self) -> str:
         state = "consumed" if self.consumed else "leaf" if self.step is None else "op"
@@ -96,4 +99,5 @@ class Node:
         self.step = None
         self.retro = None
         self.parents = ()
+        self.hooks = None
         self.consumed = True

@@ -91,6 +91,14 @@ class Backend:
         """The autodiff node id of `x` when it is a leaf that requires grad, else None."""
         return None
 
+    def node_id(self, x: Primitive):
+        """The autodiff node id of `x` when it is tracked, else None."""
+        return None
+
+    def register_grad_hook(self, x: Primitive, hook) -> list:
+        raise GradError("register_hook: this tensor does not require grad (this device has "
+                        "no autodiff layer)")
+
     def mark_overwritten(self, x: Primitive) -> None:
         """`x`'s tensor is being updated in place (the Autodiff layer notes it)."""
 
