@@ -768,9 +768,10 @@ def index_tensor(op: str, index, like: DT) -> DT:
     return to(idx, dt.int64)
 
 
-def check_known_index(op: str, idx: DT, size: int, dim: int) -> None:
+def check_known_index(op: str, idx: DT, size: int, dim: int, low: int = 0) -> None:
     """Raise IndexOutOfRangeError now when `idx`'s values are already on the host (ids made
-    from data, not by pending ops) and one is outside [0, size). The kernels check too, but
+    from data, not by pending ops) and one is outside [low, size) (`low=-size` where negative
+    ids count from the end). The kernels check too, but
     only when the pending ops run: by then an optimizer step may have recorded an update of
     the table from the bad lookup, leaving the parameter without a value. Not while
     `lazyt.compile` records (a replay would not repeat the check; the kernel's does)."""
@@ -780,8 +781,8 @@ def check_known_index(op: str, idx: DT, size: int, dim: int) -> None:
     if a is None or a.size == 0 or a.dtype.kind not in "iu":
         return
     lo, hi = a.min(), a.max()
-    if lo < 0 or hi >= size:
-        bad = lo if lo < 0 else hi
+    if lo < low or hi >= size:
+        bad = lo if lo < low else hi
         raise IndexOutOfRangeError(f"{op}: index {int(bad)} is out of range for dim {dim} of "
                                    f"size {size} (index shape {idx.shape})")
 

@@ -736,6 +736,14 @@ def new_zeros(self, *size, dtype=None, device=None, requires_grad: bool = False)
 
 
 @_export(function=False)
+def new_empty(self, *size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A tensor of `size` whose values are not to be relied on, by default of this tensor's
+    dtype and device (lazyt fills it with zeros, so reading it is deterministic)."""
+    return new_full(self, shape_args(size), 0, dtype=dtype, device=device,
+                    requires_grad=requires_grad)
+
+
+@_export(function=False)
 def new_ones(self, *size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Ones of `size`, by default of this tensor's dtype and device."""
     return new_full(self, shape_args(size), 1, dtype=dtype, device=device,

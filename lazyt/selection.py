@@ -1,6 +1,7 @@
 """torch's masked and scattered reads and writes that lazyt's primitive op set lacks
 (masked_fill, masked_select, nonzero, argwhere, scatter, scatter_reduce, index_put and their
-in-place forms, nn.functional.one_hot), as composites of `where`, `gather`, `scatter_add`,
+in-place forms, index_fill, index_copy, index_reduce, put, nn.functional.one_hot), as
+composites of `where`, `gather`, `scatter_add`,
 `index_select` and the reductions: every backend runs them and autodiff differentiates them.
 
 Writes follow one pattern (the one `x[idx] = v` uses): `scatter_add` places the values in a
@@ -36,7 +37,7 @@ from .tensor import Tensor
 
 __all__ = [
     "masked_fill", "masked_select", "nonzero", "argwhere", "scatter", "scatter_reduce",
-    "index_put",
+    "index_put", "index_fill", "index_copy", "index_reduce", "put",
 ]
 
 _B = BinaryOp
@@ -414,6 +415,164 @@ def index_put(input, indices, values, accumulate: bool = False) -> Tensor:  # no
 def index_put_(input, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
     """In-place `index_put`."""
     return rebind(input, index_put(input, indices, values, accumulate), "index_put_")
+
+
+# ---------------------------------------------------------------------- index_* and put
+def _row_index(op: str, x: Tensor, dim, index, negative: bool):
+    """(d, 1-D int64 index) of an index_* op: a 0-d or 1-D integer index along `dim`;
+    `negative` wraps negative ids once from the end (index_fill does, index_copy not)."""
+    d = sh.normalize_dim(op, dim, max(x.ndim, 1))
+    idx = index_tensor(op, index, x)
+    common_device(op, (x, idx))
+    if idx.ndim > 1:
+        raise ShapeError(f"{op}: index must be 0-d or 1-D, got shape {idx.shape}")
+    idx = idx.reshape(-1)
+    n = x.shape[d] if x.ndim else 1
+    check_known_index(op, idx, n, d, low=-n if negative else 0)
+    if negative:
+        idx = where(idx < 0, idx + n, idx)
+    return d, idx
+
+
+def _along(idx: Tensor, d: int, shape: tuple) -> Tensor:
+    """The 1-D `idx` broadcast over `shape` with its entries along dim `d`."""
+    view = [1] * len(shape)
+    view[d] = idx.shape[0]
+    return expand(idx.reshape(tuple(view)), shape)
+
+
+@method(function=False)
+def index_fill(input, dim: int, index, value) -> Tensor:  # noqa: A002 - torch's name
+    """torch.index_fill: a copy of `input` with the slices at `index` along `dim` set to
+    `value` (a number, or a 0-d tensor that then gets their gradient); negative ids count
+    from the end."""
+    x = tensor_arg("index_fill", input)
+    d, idx = _row_index("index_fill", x, dim, index, negative=True)
+    if _scalar_value("index_fill", value):
+        v = full((), value, dtype=x.dtype, device=x.device)
+    else:
+        v = tensor_arg("index_fill", value)
+        if v.ndim != 0:
+            raise ShapeError(f"index_fill: a tensor value must be 0-d, got shape {v.shape}")
+        common_device("index_fill", (x, v))
+        v = to(v, x.dtype)
+    if idx.numel() == 0:
+        return x
+    n = x.shape[d] if x.ndim else 1
+    ones = full(idx.shape, 1, dtype=dt.int32, device=x.device)
+    hit = scatter_add(full((n,), 0, dtype=dt.int32, device=x.device), 0, idx, ones) > 0
+    if x.ndim:
+        view = [1] * x.ndim
+        view[d] = n
+        hit = hit.reshape(tuple(view))
+    else:
+        hit = hit.reshape(())
+    return where(hit, v, x)
+
+
+@method(function=False)
+def index_fill_(input, dim: int, index, value) -> Tensor:  # noqa: A002 - torch's name
+    """In-place `index_fill`."""
+    return rebind(input, index_fill(input, dim, index, value), "index_fill_")
+
+
+def _index_source(op: str, x: Tensor, d: int, idx: Tensor, source) -> Tensor:
+    src = tensor_arg(op, source)
+    common_device(op, (x, src))
+    _same_dtype(op, x, src)
+    want = list(x.shape) if x.ndim else [1]
+    want[d] = idx.shape[0]
+    if src.ndim == 0 and x.ndim == 0:
+        src = src.reshape(1)
+    if tuple(src.shape) != tuple(want):
+        raise ShapeError(f"{op}: source must have shape {tuple(want)} (input {x.shape} with "
+                         f"{idx.shape[0]} entries along dim {d}), got {src.shape}")
+    return src
+
+
+@method(function=False)
+def index_copy(input, dim: int, index, source) -> Tensor:  # noqa: A002 - torch's name
+    """torch.index_copy: a copy of `input` with slice `i` of `source` along `dim` written at
+    `index[i]` (an id given twice gets one of its slices, unspecified which, as in torch).
+    Gradients reach `source` and input's kept slices."""
+    x = tensor_arg("index_copy", input)
+    d, idx = _row_index("index_copy", x, dim, index, negative=False)
+    src = _index_source("index_copy", x, d, idx, source)
+    if idx.numel() == 0:
+        return x
+    x1 = x.reshape(1) if x.ndim == 0 else x
+    placed, hit = _place(x1, d, _along(idx, d, src.shape), src)
+    return where(hit, placed, x1).reshape(x.shape)
+
+
+@method(function=False)
+def index_copy_(input, dim: int, index, source) -> Tensor:  # noqa: A002 - torch's name
+    """In-place `index_copy`."""
+    return rebind(input, index_copy(input, dim, index, source), "index_copy_")
+
+
+@method(function=False)
+def index_reduce(input, dim: int, index, source, reduce: str,  # noqa: A002 - torch's name
+                 *, include_self: bool = True) -> Tensor:
+    """torch.index_reduce: reduce the slices of `source` sent to each id of `index` along
+    `dim` ("prod", "mean", "amax" or "amin"), with input's own slice when `include_self`;
+    slices no id reaches keep input's value (`scatter_reduce` over whole slices)."""
+    if reduce not in ("prod", "mean", "amax", "amin"):
+        raise InvalidArgumentError(f"index_reduce: reduce must be one of prod, mean, amax, "
+                                   f"amin, got {reduce!r}")
+    x = tensor_arg("index_reduce", input)
+    d, idx = _row_index("index_reduce", x, dim, index, negative=False)
+    src = _index_source("index_reduce", x, d, idx, source)
+    if idx.numel() == 0:
+        return x
+    x1 = x.reshape(1) if x.ndim == 0 else x
+    out = scatter_reduce(x1, d, _along(idx, d, src.shape), src, reduce,
+                         include_self=include_self)
+    return out.reshape(x.shape)
+
+
+@method(function=False)
+def index_reduce_(input, dim: int, index, source, reduce: str,  # noqa: A002 - torch's name
+                  *, include_self: bool = True) -> Tensor:
+    """In-place `index_reduce`."""
+    return rebind(input, index_reduce(input, dim, index, source, reduce,
+                                      include_self=include_self), "index_reduce_")
+
+
+@method(function=False)
+def put(input, index, source, accumulate: bool = False) -> Tensor:  # noqa: A002 - torch's name
+    """torch.put: a copy of `input` with `source`'s elements written at `index`, both taken
+    as 1-D (input in row-major order; negative ids count from the end), or added with
+    `accumulate=True`, where repeated ids add up."""
+    x = tensor_arg("put", input)
+    idx = index_tensor("put", index, x)
+    src = tensor_arg("put", source)
+    common_device("put", (x, idx, src))
+    _same_dtype("put", x, src)
+    if idx.numel() != src.numel():
+        raise ShapeError(f"put: index ({idx.numel()} elements, shape {idx.shape}) and source "
+                         f"({src.numel()} elements, shape {src.shape}) must have as many "
+                         f"elements")
+    n = x.numel()
+    flat = idx.reshape(-1)
+    check_known_index("put", flat, n, 0, low=-n)
+    flat = where(flat < 0, flat + n, flat)   # wrapped once: the kernel rejects what stays < 0
+    if flat.numel() == 0:
+        return x
+    flat_x, flat_v = x.reshape(n), src.reshape(-1)
+    if accumulate:
+        work = _work_dtype(x.dtype)
+        out = to(scatter_add(to(flat_x, work), 0, flat, to(flat_v, work)), x.dtype)
+    else:
+        placed, hit = _place(flat_x, 0, flat, flat_v)
+        out = where(hit, placed, flat_x)
+    return out.reshape(x.shape)
+
+
+@method(function=False)
+def put_(input, index, source, accumulate: bool = False) -> Tensor:  # noqa: A002 - torch's name
+    """In-place `put`."""
+    return rebind(input, put(input, index, source, accumulate), "put_")
 
 
 install_methods(__name__)

@@ -19,8 +19,8 @@ from .device import Device
 from .device import device as _device
 from .dispatch import Dispatch, DispatchTensor
 from .dtype import DType
-from .errors import (CaptureError, DeviceError, DTypeError, GradError, InvalidArgumentError,
-                     ShapeError)
+from .errors import (CaptureError, DeviceError, DTypeError, GradError, IndexOutOfRangeError,
+                     InvalidArgumentError, ShapeError)
 from .functional import (cat, gather, index_add, index_select, matmul,  # noqa: F401
                          scatter_add, stack, where)  # (also importable from here, as before)
 from . import capture_state as _capture
@@ -224,6 +224,34 @@ class Tensor(DispatchTensor):
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
         self.require_grad(bool(value))
+
+    def stride(self, dim: int | None = None):
+        """The strides of this tensor's row-major layout, in elements (torch's `stride()`;
+        one dim's with `dim`). lazyt's tensors are values, never views into shared storage:
+        every tensor reads as contiguous, whatever its backend keeps internally."""
+        st, acc = [], 1
+        for n in reversed(self.shape):
+            st.append(acc)
+            acc *= max(n, 1)
+        st = tuple(reversed(st))
+        if dim is None:
+            return st
+        if not self.ndim:
+            raise IndexOutOfRangeError(f"stride: dim {dim} given for a 0-d tensor, which has "
+                                       f"no dims")
+        return st[sh.normalize_dim("stride", dim, self.ndim)]
+
+    def is_contiguous(self, memory_format=None) -> bool:
+        """True: every lazyt tensor reads as row-major contiguous (see `stride`); only
+        torch's default `memory_format` is known."""
+        if memory_format not in (None, "contiguous_format"):
+            raise InvalidArgumentError(f"is_contiguous: lazyt keeps row-major layout only, "
+                                       f"got memory_format={memory_format!r}")
+        return True
+
+    def storage_offset(self) -> int:
+        """0: a lazyt tensor is never a view at an offset into another's storage."""
+        return 0
 
     @property
     def is_leaf(self) -> bool:
