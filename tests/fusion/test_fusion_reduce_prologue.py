@@ -66,6 +66,18 @@ def test_a_block_runs_inside_the_sum_or_mean(name):
 
 
 @needs_numba
+@pytest.mark.parametrize("threads", ["2", "16"])
+def test_a_full_reduction_takes_rows_of_enough_leading_dims(monkeypatch, threads):
+    # (8, 64, 200): on 16 threads dim 0's 8 rows would leave threads idle; rows of (8 * 64)
+    # keep the block inside the sum on any pool size
+    monkeypatch.setenv("LAZYT_NUM_THREADS", threads)
+    x = arr(8, 64, 200)
+    got, report, runs = _run(lambda: (lazyt.tensor(x) * 3).sum())
+    np.testing.assert_allclose(got, (x.astype(np.float64) * 3).sum(), rtol=2e-5)
+    assert runs == 1 and report.kernels == 1, report.summary()
+
+
+@needs_numba
 def test_the_plan_has_one_prologue_step():
     from lazyt.fusion import find_fusion
     dev = lazyt.device("cpu")

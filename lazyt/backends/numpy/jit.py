@@ -493,6 +493,22 @@ def _reduce_source(block: FusedBlock, body: list, present: tuple, n_kept: int,
     return "\n".join(lines) + "\n"
 
 
+def _full_rows(shape: tuple) -> int | None:
+    """The leading dims whose product makes the rows of a full reduction (each row summed by
+    one thread, numpy adding the rows' sums): the fewest that give every thread a row, while
+    rows stay long enough; None when there are none (too few rows would leave threads idle,
+    too short ones cost more per row than they save: numpy's one sum is then faster)."""
+    n = 1
+    for sz in shape:
+        n *= sz
+    rows = 1
+    for k in range(1, len(shape)):
+        rows *= shape[k - 1]
+        if rows >= max_threads():
+            return k if n // rows >= FULL_ROW_MIN else None
+    return None
+
+
 def reduce_applies(block: FusedBlock, op, dims: tuple) -> bool:
     """Whether `try_reduce` may run `op` over `dims` of `block` (what metadata tells: the op,
     the dtype, the size, trailing dims; the inputs' layouts are checked when it runs)."""
@@ -508,9 +524,7 @@ def reduce_applies(block: FusedBlock, op, dims: tuple) -> bool:
     dims = tuple(sorted(d % nd for d in dims))
     if dims != tuple(range(nd - len(dims), nd)):
         return False
-    if len(dims) == nd and (nd < 2 or shape[0] < max_threads() or n // shape[0] < FULL_ROW_MIN):
-        # a full reduction runs per row of dim 0: too few rows would leave threads idle, too
-        # short ones cost more per row than they save (numpy's one sum is then faster)
+    if len(dims) == nd and _full_rows(shape) is None:
         return False
     body = block.cache.get("numba_body", False)
     if body is False:
@@ -534,7 +548,9 @@ def try_reduce(block: FusedBlock, inputs: list, scalars: list, op, dims: tuple,
     for sz in shape:
         n *= sz
     full = len(dims) == nd
-    first = 1 if full else nd - len(dims)
+    first = _full_rows(shape) if full else nd - len(dims)
+    if first is None:
+        return None
     shapes = tuple(np.shape(x) for x in inputs)
     key = (shapes, first, op)
     cache = block.cache.setdefault("numba_reduce", {})
