@@ -93,6 +93,12 @@ from .moreops2 import __all__ as _moreops2_all  # noqa: E402
 
 __all__ += [n for n in _moreops2_all if n not in __all__]
 
+# tensordot, addcmul/addcdiv, atleast_*d, block_diag, cov, trapezoid, frexp, ... (moreops3.py)
+from .moreops3 import *  # noqa: E402,F401,F403
+from .moreops3 import __all__ as _moreops3_all  # noqa: E402
+
+__all__ += [n for n in _moreops3_all if n not in __all__]
+
 # torch's other names (multiply, divide, arccos, ...), the in-place forms of the shape-keeping
 # methods (exp_, sigmoid_, tril_, ...) and small Tensor queries (lazyt/aliases.py)
 from . import aliases as _aliases  # noqa: E402
