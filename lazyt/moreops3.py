@@ -2,7 +2,7 @@
 matrix_power, addmv, addr, addbmm, addcmul, addcdiv and the in-place forms an optimizer
 uses), layout (atleast_1d/2d/3d, diagflat, block_diag, cartesian_prod, combinations,
 tril_indices, triu_indices, vander), statistics (cov, corrcoef), integration (trapezoid,
-cumulative_trapezoid), renorm, pdist and the floating-point helpers logaddexp2, ldexp and
+cumulative_trapezoid), renorm, `torch.pdist` and the floating-point helpers logaddexp2, ldexp and
 frexp. Every backend runs them and autodiff differentiates them; index sets that depend only
 on sizes (combinations, pdist's pairs, the triangle indices) are made on the host.
 """
@@ -547,19 +547,10 @@ def renorm_(self, p, dim: int, maxnorm) -> Tensor:
 
 @_export(method=False)
 def pdist(input, p: float = 2.0) -> Tensor:  # noqa: A002 - torch's names
-    """The p-norm distances between every pair of rows i < j of a 2-D tensor, as the upper
-    triangle of `cdist(input, input)` read row by row (n(n-1)/2 values)."""
-    from .moreops2 import cdist
-    x = tensor_arg("pdist", input)
-    if x.ndim != 2:
-        raise ShapeError(f"pdist: expected a 2-D tensor, got shape {x.shape}")
-    n = x.shape[0]
-    i, j = np.triu_indices(n, 1)
-    if i.size == 0:
-        return full((0,), 0, dtype=floating(x).dtype, device=x.device)
-    a = index_select(x, 0, _index(i, x))
-    b = index_select(x, 0, _index(j, x))
-    return cdist(a.unsqueeze(1), b.unsqueeze(1), p).reshape(-1)
+    """`torch.pdist`: `nn.functional.pdist` (the p-norm distances between every pair of
+    rows i < j of a 2-D tensor, read row by row)."""
+    from .nn.layers import pdist as _pdist
+    return _pdist(tensor_arg("pdist", input), p)
 
 
 # ---------------------------------------------------------------------- floating point

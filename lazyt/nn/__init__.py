@@ -91,7 +91,12 @@ __all__ += ["utils"]
 from .layers import (AlphaDropout, ChannelShuffle, Dropout1d, Dropout2d,  # noqa: E402
                      Dropout3d, FeatureAlphaDropout, Fold, Softmax2d, Unfold)
 from .pooling import AdaptiveMaxPool1d, AdaptiveMaxPool2d  # noqa: E402
+from .pooling import (AdaptiveAvgPool3d, AdaptiveMaxPool3d, AvgPool3d, LPPool1d,  # noqa: E402
+                      LPPool2d, LPPool3d, MaxPool3d, MaxUnpool3d)
 
 __all__ += ["AlphaDropout", "ChannelShuffle", "Dropout1d", "Dropout2d", "Dropout3d",
             "FeatureAlphaDropout", "Softmax2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d",
             "Fold", "Unfold"]
+
+__all__ += ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "LPPool1d", "LPPool2d",
+            "LPPool3d", "MaxPool3d", "MaxUnpool3d"]

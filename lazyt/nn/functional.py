@@ -760,8 +760,11 @@ from .layers import (alpha_dropout, bilinear, channel_shuffle, dropout1d,  # noq
                      dropout2d, dropout3d, feature_alpha_dropout, fold, instance_norm, pdist,
                      pixel_shuffle, pixel_unshuffle, prelu, unfold)
 from .pooling import adaptive_max_pool1d, adaptive_max_pool2d  # noqa: E402
+from .pooling import (adaptive_avg_pool3d, adaptive_max_pool3d, avg_pool3d,  # noqa: E402
+                      lp_pool1d, lp_pool2d, lp_pool3d, max_pool3d, max_unpool3d)
 
 __all__ += ["bilinear", "instance_norm", "pixel_shuffle", "pixel_unshuffle", "prelu",
             "alpha_dropout", "channel_shuffle", "dropout1d", "dropout2d", "dropout3d",
             "feature_alpha_dropout", "pdist", "adaptive_max_pool1d", "adaptive_max_pool2d",
-            "fold", "unfold"]
+            "fold", "unfold", "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d",
+            "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool3d", "max_unpool3d"]

@@ -1,5 +1,6 @@
-"""Pooling in torch's layout (`max_pool1d/2d`, `avg_pool1d/2d`, `adaptive_avg_pool1d/2d`,
-`adaptive_max_pool1d/2d`, `max_unpool1d/2d`) and their modules, as composites of Tensor ops (autodiff differentiates
+"""Pooling in torch's layout (`max_pool1d/2d/3d`, `avg_pool1d/2d/3d`,
+`adaptive_avg_pool1d/2d/3d`, `adaptive_max_pool1d/2d/3d`, `max_unpool1d/2d/3d`,
+`lp_pool1d/2d/3d`) and their modules, as composites of Tensor ops (autodiff differentiates
 them; every backend runs them).
 
 Max and average pooling read their windows as the kernel-offset views of `conv.windows`
@@ -28,7 +29,10 @@ __all__ = ["max_pool1d", "max_pool2d", "avg_pool1d", "avg_pool2d", "adaptive_avg
            "adaptive_avg_pool2d", "max_unpool1d", "max_unpool2d", "MaxPool1d", "MaxPool2d",
            "AvgPool1d", "AvgPool2d", "AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "MaxUnpool1d",
            "MaxUnpool2d", "adaptive_max_pool1d", "adaptive_max_pool2d", "AdaptiveMaxPool1d",
-           "AdaptiveMaxPool2d"]
+           "AdaptiveMaxPool2d", "max_pool3d", "avg_pool3d", "adaptive_avg_pool3d",
+           "adaptive_max_pool3d", "max_unpool3d", "lp_pool1d", "lp_pool2d", "lp_pool3d",
+           "MaxPool3d", "AvgPool3d", "AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "MaxUnpool3d",
+           "LPPool1d", "LPPool2d", "LPPool3d"]
 
 
 # ---------------------------------------------------------------------- window geometry
@@ -523,3 +527,152 @@ class MaxUnpool1d(_MaxUnpoolNd):
 class MaxUnpool2d(_MaxUnpoolNd):
     """`max_unpool2d` as a module."""
     _n = 2
+
+
+# ---------------------------------------------------------------------- 3-D
+def max_pool3d(input: Tensor, kernel_size, stride=None, padding=0, dilation=1,  # noqa: A002
+               ceil_mode: bool = False, return_indices: bool = False):
+    """Maximum over sliding windows of `input` (N, C, D, H, W) or (C, D, H, W); `padding` pads
+    with -inf. With `return_indices`, also the flat index in D * H * W of each maximum."""
+    return _max_pool("max_pool3d", 3, input, kernel_size, stride, padding, dilation,
+                     ceil_mode, return_indices)
+
+
+def avg_pool3d(input: Tensor, kernel_size, stride=None, padding=0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """Mean over sliding windows of `input` (N, C, D, H, W) or (C, D, H, W), as avg_pool2d."""
+    return _avg_pool("avg_pool3d", 3, input, kernel_size, stride, padding, ceil_mode,
+                     count_include_pad, divisor_override)
+
+
+def adaptive_avg_pool3d(input: Tensor, output_size) -> Tensor:  # noqa: A002
+    """Average pooling of `input` (N, C, D, H, W) or (C, D, H, W) to `output_size`."""
+    return _adaptive_avg_pool("adaptive_avg_pool3d", 3, input, output_size)
+
+
+def adaptive_max_pool3d(input: Tensor, output_size, return_indices: bool = False):  # noqa: A002
+    """Maximum pooling of `input` (N, C, D, H, W) or (C, D, H, W) to `output_size`; with
+    `return_indices`, also the flat index in D * H * W of each maximum."""
+    return _adaptive_max_pool("adaptive_max_pool3d", 3, input, output_size, return_indices)
+
+
+def max_unpool3d(input: Tensor, indices: Tensor, kernel_size, stride=None,  # noqa: A002
+                 padding=0, output_size=None) -> Tensor:
+    """The inverse of max_pool3d (flat indices in D * H * W)."""
+    return _max_unpool("max_unpool3d", 3, input, indices, kernel_size, stride, padding,
+                       output_size)
+
+
+# ---------------------------------------------------------------------- power-average pooling
+def _lp_pool(fn: str, n: int, input, norm_type, kernel_size, stride,  # noqa: A002
+             ceil_mode: bool) -> Tensor:
+    """torch's formula: `(sum over the window of x ** p) ** (1 / p)`, from the window's
+    average times its size (a negative sum, possible for odd p, gives NaN as in torch; a
+    zero window gives 0 with gradient 0; p = inf is the window's maximum, the limit)."""
+    if isinstance(norm_type, bool) or not isinstance(norm_type, (int, float)) or \
+            norm_type <= 0:
+        raise InvalidArgumentError(f"{fn}: norm_type must be a positive number, got "
+                                   f"{norm_type!r}")
+    kernel = as_tuple(fn, "kernel_size", kernel_size, n, 1)
+    if math.isinf(norm_type):
+        return _max_pool(fn, n, input, kernel, stride, 0, 1, ceil_mode, False)
+    x = float_input(fn, "input", input)
+    p = float(norm_type)
+    powered = x * x if p == 2.0 else x ** p
+    avg = _avg_pool(fn, n, powered, kernel, stride, 0, ceil_mode, True, None)
+    total = avg.sign() * avg.abs().relu() * float(math.prod(kernel))
+    positive = total > 0
+    root = where(positive, total, 1.0) ** (1.0 / p)
+    return where(positive, root, where(total < 0, float("nan"), 0.0))
+
+
+def lp_pool1d(input: Tensor, norm_type, kernel_size, stride=None,  # noqa: A002
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling of (N, C, L) or (C, L): the p-norm of each window."""
+    return _lp_pool("lp_pool1d", 1, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool2d(input: Tensor, norm_type, kernel_size, stride=None,  # noqa: A002
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling of (N, C, H, W) or (C, H, W): the p-norm of each window."""
+    return _lp_pool("lp_pool2d", 2, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+def lp_pool3d(input: Tensor, norm_type, kernel_size, stride=None,  # noqa: A002
+              ceil_mode: bool = False) -> Tensor:
+    """Power-average pooling of (N, C, D, H, W) or (C, D, H, W)."""
+    return _lp_pool("lp_pool3d", 3, input, norm_type, kernel_size, stride, ceil_mode)
+
+
+class MaxPool3d(_MaxPoolNd):
+    """`max_pool3d` as a module."""
+    _n = 3
+
+
+class AvgPool3d(Module):
+    """`avg_pool3d` as a module."""
+
+    def __init__(self, kernel_size, stride=None, padding=0, ceil_mode: bool = False,
+                 count_include_pad: bool = True, divisor_override: int | None = None):
+        super().__init__()
+        self.kernel_size = kernel_size
+        self.stride = stride if stride is not None else kernel_size
+        self.padding = padding
+        self.ceil_mode = ceil_mode
+        self.count_include_pad = count_include_pad
+        self.divisor_override = divisor_override
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return _avg_pool("AvgPool3d", 3, input, self.kernel_size, self.stride, self.padding,
+                         self.ceil_mode, self.count_include_pad, self.divisor_override)
+
+    def extra_repr(self) -> str:
+        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+
+
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
+    """`adaptive_avg_pool3d` as a module."""
+    _n = 3
+
+
+class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
+    """`adaptive_max_pool3d` as a module."""
+    _n = 3
+
+
+class MaxUnpool3d(_MaxUnpoolNd):
+    """`max_unpool3d` as a module."""
+    _n = 3
+
+
+class _LPPoolNd(Module):
+    _n = 2
+
+    def __init__(self, norm_type, kernel_size, stride=None, ceil_mode: bool = False):
+        super().__init__()
+        self.norm_type, self.kernel_size = norm_type, kernel_size
+        self.stride, self.ceil_mode = stride, ceil_mode
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return _lp_pool(type(self).__name__, self._n, input, self.norm_type, self.kernel_size,
+                        self.stride, self.ceil_mode)
+
+    def extra_repr(self) -> str:
+        return (f"norm_type={self.norm_type}, kernel_size={self.kernel_size}, "
+                f"stride={self.stride}, ceil_mode={self.ceil_mode}")
+
+
+class LPPool1d(_LPPoolNd):
+    """`lp_pool1d` as a module."""
+    _n = 1
+
+
+class LPPool2d(_LPPoolNd):
+    """`lp_pool2d` as a module."""
+    _n = 2
+
+
+class LPPool3d(_LPPoolNd):
+    """`lp_pool3d` as a module."""
+    _n = 3
