@@ -100,3 +100,10 @@ __all__ += ["AlphaDropout", "ChannelShuffle", "Dropout1d", "Dropout2d", "Dropout
 
 __all__ += ["AdaptiveAvgPool3d", "AdaptiveMaxPool3d", "AvgPool3d", "LPPool1d", "LPPool2d",
             "LPPool3d", "MaxPool3d", "MaxUnpool3d"]
+
+# class margin losses, random and response-normalizing layers
+from .activation import RReLU  # noqa: E402
+from .loss import MultiLabelMarginLoss, MultiMarginLoss  # noqa: E402
+from .normalization import LocalResponseNorm  # noqa: E402
+
+__all__ += ["RReLU", "MultiMarginLoss", "MultiLabelMarginLoss", "LocalResponseNorm"]

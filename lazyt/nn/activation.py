@@ -291,3 +291,18 @@ class Threshold(_Inplace):
 
     def extra_repr(self) -> str:
         return f"threshold={self.threshold}, value={self.value}" + self._inplace_str()
+
+
+class RReLU(_Inplace):
+    """`F.rrelu`: negative inputs scaled by a random slope from U(lower, upper) per element in
+    training mode, by the mean slope in eval mode."""
+
+    def __init__(self, lower: float = 1.0 / 8, upper: float = 1.0 / 3, inplace: bool = False):
+        super().__init__(inplace)
+        self.lower, self.upper = lower, upper
+
+    def forward(self, x: Tensor) -> Tensor:
+        return F.rrelu(x, self.lower, self.upper, self.training)
+
+    def extra_repr(self) -> str:
+        return f"lower={self.lower}, upper={self.upper}{self._inplace_str()}"

@@ -15,6 +15,7 @@ from .. import promotion as _promote
 from ..errors import (DTypeError, IndexOutOfRangeError, InvalidArgumentError, LazytError,
                       ShapeError)
 from ..functional import gelu, log_softmax, relu, silu, softmax, where
+from ..layout import pad as _layout_pad
 from ..tensor import Tensor
 from .conv import float_input as _float_tensor
 
@@ -754,6 +755,152 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,  #
 __all__ += ["margin_ranking_loss", "hinge_embedding_loss", "soft_margin_loss",
             "multilabel_soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss",
             "poisson_nll_loss", "gaussian_nll_loss"]
+
+# ---------------------------------------------------------------------- class margin losses
+def _margin_input(fn: str, input, reduction: str):  # noqa: A002 - torch's name
+    _check_reduction(fn, reduction)
+    x = _float_tensor(fn, "input", input)
+    if x.ndim not in (1, 2) or x.shape[-1] == 0:
+        raise ShapeError(f"{fn}: input must be (C,) or (N, C) with C > 0, got {x.shape}")
+    return x
+
+
+def _checked_classes(fn: str, target: Tensor, lo: int, n_classes: int) -> None:
+    """Read the targets once (not while `lazyt.compile` records) so an id outside [lo, C)
+    raises here, as torch's does, instead of giving a wrong loss."""
+    if _capture.active() or target.numel() == 0:
+        return
+    bad = (target < lo) | (target >= n_classes)
+    if bad.any().item():
+        raise IndexOutOfRangeError(f"{fn}: target holds class index {target[bad][0].item()}, "
+                                   f"outside [{lo}, {n_classes})")
+
+
+def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
+                      margin: float = 1.0, weight: Tensor | None = None,
+                      reduction: str = "mean") -> Tensor:
+    """The multi-class hinge loss: per sample, `sum over i != y of w[y] * max(0, margin -
+    x[y] + x[i]) ** p / C`, for input (N, C) or (C,) and class ids target (N,) or ()."""
+    fn = "multi_margin_loss"
+    x = _margin_input(fn, input, reduction)
+    if p not in (1, 2):
+        raise InvalidArgumentError(f"{fn}: p must be 1 or 2, got {p!r}")
+    if not isinstance(target, Tensor) or not target.dtype.is_int:
+        raise DTypeError(f"{fn}: target must be an integer tensor of class ids, got "
+                         f"{getattr(target, 'dtype', type(target).__name__)}")
+    unbatched = x.ndim == 1
+    xb = x.unsqueeze(0) if unbatched else x
+    y = target.reshape(1) if unbatched and target.ndim == 0 else target
+    if y.shape != (xb.shape[0],):
+        raise ShapeError(f"{fn}: target must have shape {(xb.shape[0],) if not unbatched else ()}"
+                         f" for input {x.shape}, got {target.shape}")
+    c = xb.shape[1]
+    _checked_classes(fn, y, 0, c)
+    weight = _class_weight(fn, weight, c)
+    own = xb.gather(1, y.unsqueeze(1))                       # (N, 1)
+    hinge = (margin - own + xb).relu()
+    if p == 2:
+        hinge = hinge * hinge
+    not_own = y.unsqueeze(1) != creation.arange(c, device=x.device).unsqueeze(0)
+    terms = where(not_own, hinge, 0.0)
+    if weight is not None:
+        terms = terms * weight.to(dtype=x.dtype)[y].unsqueeze(1)
+    loss = terms.sum(1) / c
+    if unbatched:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+def multilabel_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
+                           reduction: str = "mean") -> Tensor:
+    """The multi-label hinge loss: per sample, `sum over target classes j and non-target
+    classes i of max(0, 1 - (x[j] - x[i])) / C`. target has input's shape and holds class
+    ids; only those before its first -1 count (torch's layout)."""
+    fn = "multilabel_margin_loss"
+    x = _margin_input(fn, input, reduction)
+    if not isinstance(target, Tensor) or not target.dtype.is_int:
+        raise DTypeError(f"{fn}: target must be an integer tensor of class ids, got "
+                         f"{getattr(target, 'dtype', type(target).__name__)}")
+    if target.shape != x.shape:
+        raise ShapeError(f"{fn}: target must have the input's shape {x.shape}, got "
+                         f"{target.shape}")
+    unbatched = x.ndim == 1
+    xb, y = (x.unsqueeze(0), target.unsqueeze(0)) if unbatched else (x, target)
+    c = xb.shape[1]
+    _checked_classes(fn, y, -1, c)
+    # the ids before the first -1: a running product of "not -1" along the row
+    live = (y != -1).to(dtype=dt.int32).cumprod(1) > 0                      # (N, C)
+    hits = (y.unsqueeze(2) == creation.arange(c, device=x.device)) & live.unsqueeze(2)
+    is_target = hits.any(1)                                                 # (N, C)
+    pair = (1.0 - xb.unsqueeze(2) + xb.unsqueeze(1)).relu()                 # [n, j, i]
+    keep = is_target.unsqueeze(2) & ~is_target.unsqueeze(1)
+    loss = where(keep, pair, 0.0).sum((1, 2)) / c
+    if unbatched:
+        loss = loss.reshape(())
+    return _reduce(loss, reduction)
+
+
+# ---------------------------------------------------------------------- random activations
+def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002
+          training: bool = False, inplace: bool = False) -> Tensor:
+    """Randomized leaky ReLU: negative inputs scaled by a slope drawn from U(lower, upper)
+    per element in training (lazyt's generator), by `(lower + upper) / 2` otherwise."""
+    x = _activation_input("rrelu", input, inplace)
+    if not lower <= upper:
+        raise InvalidArgumentError(f"rrelu: lower ({lower!r}) must not be greater than upper "
+                                   f"({upper!r})")
+    if not training:
+        return where(x >= 0, x, x * ((lower + upper) / 2))
+    slope = creation.rand(*x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
+    return where(x >= 0, x, x * slope)
+
+
+def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False,
+                   eps: float = 1e-10, dim: int = -1) -> Tensor:
+    """A sample from the Gumbel-softmax distribution: `softmax((logits + g) / tau)` with
+    Gumbel(0, 1) noise g from lazyt's generator; `hard` returns the one-hot of its argmax
+    with the soft sample's gradient (straight-through)."""
+    x = _float_tensor("gumbel_softmax", "logits", logits)
+    if not tau > 0:
+        raise InvalidArgumentError(f"gumbel_softmax: tau must be positive, got {tau!r}")
+    u = creation.rand(*x.shape, dtype=x.dtype, device=x.device)
+    # -log(Exp(1)) with Exp(1) = -log(1 - u): 1 - u lies in (0, 1], so no log(0)
+    g = -(-(1.0 - u).log()).clamp(min=float(dt.finfo(x.dtype).tiny)).log()
+    y = softmax((x + g) / tau, dim)
+    if not hard:
+        return y
+    d = dim % x.ndim if x.ndim else 0
+    index = y.argmax(d, keepdim=True)
+    y_hard = creation.zeros_like(y).scatter(d, index, 1.0)
+    return y_hard - y.detach() + y
+
+
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4,  # noqa: A002
+                        beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """torch's local response normalization across channels: `x / (k + alpha * avg) ** beta`
+    with `avg` the mean of x**2 over `size` neighbouring channels (zero-padded: size // 2
+    before, (size - 1) // 2 after, always divided by `size`). Input (N, C, ...)."""
+    fn = "local_response_norm"
+    x = _float_tensor(fn, "input", input)
+    if x.ndim < 3:
+        raise ShapeError(f"{fn}: expected an input of 3 or more dims (N, C, ...), got shape "
+                         f"{x.shape}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidArgumentError(f"{fn}: size must be a positive int, got {size!r}")
+    sq = x * x
+    c = x.shape[1]
+    before, after = size // 2, (size - 1) // 2
+    padded = _layout_pad(sq, [0, 0] * (x.ndim - 2) + [before, after])
+    total = None
+    for j in range(size):
+        part = padded.narrow(1, j, c)
+        total = part if total is None else total + part
+    div = (total * (alpha / size) + k) ** beta
+    return x / div
+
+
+__all__ += ["multi_margin_loss", "multilabel_margin_loss", "rrelu", "gumbel_softmax",
+            "local_response_norm"]
 
 # ---------------------------------------------------------------------- small layers' forms
 from .layers import (alpha_dropout, bilinear, channel_shuffle, dropout1d,  # noqa: E402

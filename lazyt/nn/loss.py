@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..tensor import Tensor
 from . import functional as F
+from ..errors import InvalidArgumentError
 from .module import Module
 
 
@@ -183,3 +184,26 @@ class GaussianNLLLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor, var) -> Tensor:  # noqa: A002
         return F.gaussian_nll_loss(input, target, var, self.full, self.eps, self.reduction)
+
+
+class MultiMarginLoss(_Loss):
+    """`F.multi_margin_loss`: the multi-class hinge loss of scores (N, C) at class ids (N,)."""
+
+    def __init__(self, p: int = 1, margin: float = 1.0, weight: Tensor | None = None,
+                 reduction: str = "mean"):
+        super().__init__(reduction)
+        if p not in (1, 2):
+            raise InvalidArgumentError(f"MultiMarginLoss: p must be 1 or 2, got {p!r}")
+        self.p, self.margin = p, margin
+        self.register_buffer("weight", weight)
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.multi_margin_loss(input, target, self.p, self.margin, self.weight,
+                                   self.reduction)
+
+
+class MultiLabelMarginLoss(_Loss):
+    """`F.multilabel_margin_loss`: the multi-label hinge loss (target ids end at a -1)."""
+
+    def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
+        return F.multilabel_margin_loss(input, target, self.reduction)

@@ -356,3 +356,19 @@ class BatchNorm3d(_BatchNorm):
     """Over [N, C, D, H, W]."""
 
     _dims = (5,)
+
+
+class LocalResponseNorm(Module):
+    """`F.local_response_norm`: each value divided by `(k + alpha * mean of x**2 over size
+    neighbouring channels) ** beta`."""
+
+    def __init__(self, size: int, alpha: float = 1e-4, beta: float = 0.75, k: float = 1.0):
+        super().__init__()
+        self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        from . import functional as F
+        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+
+    def extra_repr(self) -> str:
+        return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
