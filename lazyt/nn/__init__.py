@@ -107,3 +107,6 @@ from .loss import MultiLabelMarginLoss, MultiMarginLoss  # noqa: E402
 from .normalization import LocalResponseNorm  # noqa: E402
 
 __all__ += ["RReLU", "MultiMarginLoss", "MultiLabelMarginLoss", "LocalResponseNorm"]
+from .embedding import EmbeddingBag  # noqa: E402
+
+__all__ += ["EmbeddingBag"]

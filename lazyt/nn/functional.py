@@ -899,8 +899,10 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4,  # noqa: 
     return x / div
 
 
+from .embedding import embedding_bag  # noqa: E402
+
 __all__ += ["multi_margin_loss", "multilabel_margin_loss", "rrelu", "gumbel_softmax",
-            "local_response_norm"]
+            "local_response_norm", "embedding_bag"]
 
 # ---------------------------------------------------------------------- small layers' forms
 from .layers import (alpha_dropout, bilinear, channel_shuffle, dropout1d,  # noqa: E402
