@@ -15,7 +15,6 @@ from .. import promotion as _promote
 from ..errors import (DTypeError, IndexOutOfRangeError, InvalidArgumentError, LazytError,
                       ShapeError)
 from ..functional import gelu, log_softmax, relu, silu, softmax, where
-from ..layout import pad as _layout_pad
 from ..tensor import Tensor
 from .conv import float_input as _float_tensor
 
@@ -875,31 +874,8 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False,
     return y_hard - y.detach() + y
 
 
-def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4,  # noqa: A002
-                        beta: float = 0.75, k: float = 1.0) -> Tensor:
-    """torch's local response normalization across channels: `x / (k + alpha * avg) ** beta`
-    with `avg` the mean of x**2 over `size` neighbouring channels (zero-padded: size // 2
-    before, (size - 1) // 2 after, always divided by `size`). Input (N, C, ...)."""
-    fn = "local_response_norm"
-    x = _float_tensor(fn, "input", input)
-    if x.ndim < 3:
-        raise ShapeError(f"{fn}: expected an input of 3 or more dims (N, C, ...), got shape "
-                         f"{x.shape}")
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise InvalidArgumentError(f"{fn}: size must be a positive int, got {size!r}")
-    sq = x * x
-    c = x.shape[1]
-    before, after = size // 2, (size - 1) // 2
-    padded = _layout_pad(sq, [0, 0] * (x.ndim - 2) + [before, after])
-    total = None
-    for j in range(size):
-        part = padded.narrow(1, j, c)
-        total = part if total is None else total + part
-    div = (total * (alpha / size) + k) ** beta
-    return x / div
-
-
 from .embedding import embedding_bag  # noqa: E402
+from .normalization import local_response_norm  # noqa: E402
 
 __all__ += ["multi_margin_loss", "multilabel_margin_loss", "rrelu", "gumbel_softmax",
             "local_response_norm", "embedding_bag"]

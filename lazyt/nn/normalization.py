@@ -15,7 +15,9 @@ from .. import dtype as dt
 from ..autodiff import no_grad
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
 from ..dispatch import Dispatch
+from ..layout import pad as _layout_pad
 from ..tensor import Tensor
+from .conv import float_input
 from .module import Module
 from .parameter import Parameter
 
@@ -358,6 +360,33 @@ class BatchNorm3d(_BatchNorm):
     _dims = (5,)
 
 
+def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4,  # noqa: A002
+                        beta: float = 0.75, k: float = 1.0) -> Tensor:
+    """torch's local response normalization across channels: `x / (k + alpha * avg) ** beta`
+    with `avg` the mean of x**2 over `size` neighbouring channels (zero-padded: size // 2
+    before, (size - 1) // 2 after, always divided by `size`). Input (N, C, ...)."""
+    fn = "local_response_norm"
+    x = float_input(fn, "input", input)
+    if x.ndim < 3:
+        raise ShapeError(f"{fn}: expected an input of 3 or more dims (N, C, ...), got shape "
+                         f"{x.shape}")
+    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
+        raise InvalidArgumentError(f"{fn}: size must be a positive int, got {size!r}")
+    sq = x * x
+    c = x.shape[1]
+    before, after = size // 2, (size - 1) // 2
+    padded = _layout_pad(sq, [0, 0] * (x.ndim - 2) + [before, after])
+    total = None
+    for j in range(size):
+        part = padded.narrow(1, j, c)
+        total = part if total is None else total + part
+    div = (total * (alpha / size) + k) ** beta
+    return x / div
+
+
+from .embedding import embedding_bag  # noqa: E402
+
+
 class LocalResponseNorm(Module):
     """`F.local_response_norm`: each value divided by `(k + alpha * mean of x**2 over size
     neighbouring channels) ** beta`."""
@@ -367,8 +396,7 @@ class LocalResponseNorm(Module):
         self.size, self.alpha, self.beta, self.k = size, alpha, beta, k
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        from . import functional as F
-        return F.local_response_norm(input, self.size, self.alpha, self.beta, self.k)
+        return local_response_norm(input, self.size, self.alpha, self.beta, self.k)
 
     def extra_repr(self) -> str:
         return f"{self.size}, alpha={self.alpha}, beta={self.beta}, k={self.k}"
