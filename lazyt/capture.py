@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import functools
 import gc
+import operator
 import threading
 import weakref
 from collections import OrderedDict, namedtuple
@@ -183,12 +184,21 @@ class _Recording:
 
     __slots__ = ("fusion", "device", "program", "load_src", "load_meta", "results",
                  "result_meta", "out_struct", "out_src", "effects", "guards", "escaped",
-                 "initialized", "n_out", "graph", "graph_failed", "replays")
+                 "initialized", "n_out", "graph", "graph_failed", "replays", "objs",
+                 "obj_prims", "last_loads", "other_at", "same_objs")
 
     def __init__(self):
         self.graph = None          # a _GraphRun once the base backend captured one
         self.graph_failed = False
         self.replays = 0
+        # the replay's fast path: the objects whose tensors it loads (parameters, state),
+        # their primitives and the loads of the last replay; when no primitive changed
+        # (nothing was updated in place) those loads are reused as they are
+        self.objs = None
+        self.obj_prims = None
+        self.last_loads = None
+        self.other_at = None
+        self.same_objs = False
 
     def shape_key(self) -> tuple:
         """What two recordings of one signature must share."""
@@ -407,8 +417,21 @@ def _replay(rec: _Recording, leaves: list):
     prims = None
     if rec.program is not None:
         values = fusion.handles.values
-        loads = []
-        for src, meta in zip(rec.load_src, rec.load_meta):
+        if rec.objs is None:
+            rec.objs = [src[1] for src in rec.load_src if src[0] == "obj"]
+            rec.other_at = [j for j, src in enumerate(rec.load_src) if src[0] != "obj"]
+        now = list(map(_PRIMITIVE, rec.objs))
+        same = rec.same_objs = rec.last_loads is not None and \
+            all(map(operator.is_, now, rec.obj_prims))
+        if same:
+            loads = list(rec.last_loads)
+            order = rec.other_at
+        else:
+            loads = [None] * len(rec.load_src)
+            order = range(len(rec.load_src))
+        load_src, load_meta = rec.load_src, rec.load_meta
+        for j in order:
+            src, meta = load_src[j], load_meta[j]
             kind = src[0]
             if kind == "arg":
                 ft = _ft(leaves[src[1]].primitive)
@@ -422,12 +445,14 @@ def _replay(rec: _Recording, leaves: list):
                     return None   # the gradient the recording adds to is gone: record again
                 ft = _ft(g.primitive)
             else:
-                loads.append(src[1])
+                loads[j] = src[1]
                 continue
             if meta is not None and (ft.shape != meta[0] or ft.dtype is not meta[1]):
                 return None   # a state tensor changed shape or dtype: record again
             v = values.get(ft.id)
-            loads.append(v if v is not None else fusion.materialize(ft))
+            loads[j] = v if v is not None else fusion.materialize(ft)
+        if not same:
+            rec.obj_prims, rec.last_loads = now, loads
         prims = _run(rec, fusion, loads)
     dev = rec.device
     fts = []
@@ -464,6 +489,9 @@ def _replay(rec: _Recording, leaves: list):
         else:
             e[1][e[2]] = Tensor(fts[e[3]], dev if dev is not None else e[1][e[2]].device)
     return fts[:rec.n_out]
+
+
+_PRIMITIVE = operator.attrgetter("primitive")
 
 
 def _run(rec: _Recording, fusion: Fusion, loads: list) -> list:
@@ -652,8 +680,9 @@ class _GraphRun:
         new buffers) is cheaper than copying the results out (`direct`)."""
         static, last, inner = self.static, self.last, self.inner
         kinds = self.kinds
-        for j, kind in enumerate(kinds):
-            v = loads[j]
+        # (the replay reused the last loads of every object: only the others need a look)
+        for j in (self.rec.other_at if self.rec.same_objs else range(len(kinds))):
+            kind, v = kinds[j], loads[j]
             if kind == "arg":
                 if v is not last[j]:
                     s = static[j]
