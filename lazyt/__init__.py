@@ -99,6 +99,14 @@ from .moreops3 import __all__ as _moreops3_all  # noqa: E402
 
 __all__ += [n for n in _moreops3_all if n not in __all__]
 
+# special functions (erfc, erfinv, lgamma, digamma, polygamma, i0, ...; lazyt/special_fns.py)
+# and torch.special's namespace (lazyt.special)
+from .special_fns import *  # noqa: E402,F401,F403
+from .special_fns import __all__ as _special_all  # noqa: E402
+from . import special  # noqa: E402
+
+__all__ += [n for n in _special_all if n not in __all__] + ["special"]
+
 # torch's other names (multiply, divide, arccos, ...), the in-place forms of the shape-keeping
 # methods (exp_, sigmoid_, tril_, ...) and small Tensor queries (lazyt/aliases.py)
 from . import aliases as _aliases  # noqa: E402

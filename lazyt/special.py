@@ -1,0 +1,20 @@
+"""`lazyt.special`: torch.special's names. The functions are lazyt's own (`lazyt/special_fns.py`
+for the special functions themselves); this module only gathers them under torch's names,
+so `import lazyt.special as S; S.erfcx(x)` reads as it does with torch."""
+from __future__ import annotations
+
+from .functional import log_softmax, softmax  # noqa: F401
+from .mathops import exp2, round  # noqa: F401,A004
+from .moreops import expm1, log1p, logit, xlogy  # noqa: F401
+from .moreops2 import sinc  # noqa: F401
+from .reductions import logsumexp  # noqa: F401
+from .special_fns import (digamma, entr, erfc, erfcx, erfinv, i0, i0e, log_ndtr,  # noqa: F401
+                          multigammaln, ndtr, ndtri, polygamma, psi, xlog1py)
+from .special_fns import lgamma as gammaln  # noqa: F401
+from .functional import sigmoid as expit  # noqa: F401
+from .functional import erf  # noqa: F401
+
+__all__ = ["erf", "erfc", "erfcx", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln",
+           "digamma", "psi", "polygamma", "multigammaln", "i0", "i0e", "ndtr", "ndtri",
+           "log_ndtr", "sinc", "entr", "expm1", "log1p", "exp2", "logsumexp", "softmax",
+           "log_softmax", "round"]
