@@ -153,17 +153,12 @@ class BertSelfAttention(nn.Module):
     def forward(self, hidden_states: Tensor, attention_mask: Tensor | None = None) -> Tensor:
         """`attention_mask` is the additive [batch, 1, 1, seq] bias of
         `extended_attention_mask` (or None)."""
-        projections = (self.query, self.key, self.value)
-        if all(type(m) is nn.Linear and not m.__dict__.get("_hooks") and m.bias is not None
-               for m in projections):
-            # one GEMM for the three projections (the same inputs, weights stacked): fewer,
-            # larger GEMMs run closer to the device's peak than three narrow ones
-            w = F.cat([m.weight for m in projections], 0)
-            b = F.cat([m.bias for m in projections], 0)
-            q, k, v = nn.functional.linear(hidden_states, w, b).chunk(3, -1)
-        else:   # a replaced or hooked projection runs as its module
-            q, k, v = (m(hidden_states) for m in projections)
-        q, k, v = self._heads(q), self._heads(k), self._heads(v)
+        # three GEMMs: one over stacked weights measured slower on cuda (2.893 against 2.848
+        # ms compiled), wgpu (4.705 against 4.618) and 2 cpu cores (422 against 410), since
+        # the stacking runs on every call
+        q = self._heads(self.query(hidden_states))
+        k = self._heads(self.key(hidden_states))
+        v = self._heads(self.value(hidden_states))
         return merge_heads(scaled_dot_product_attention(q, k, v, attention_mask, self.dropout))
 
 
