@@ -149,10 +149,14 @@ def debug_level() -> int:
     return _int("LAZYT_DEBUG", 0) or 0
 
 
+#: The machine's cores, read once (`os.cpu_count` reads the system's files on each call).
+_CPUS = max(1, os.cpu_count() or 1)
+
+
 def num_threads() -> int:
     """`LAZYT_NUM_THREADS`, else the cores (at most 8)."""
     n = _int("LAZYT_NUM_THREADS", 1)
-    return n if n is not None else max(1, min(os.cpu_count() or 1, 8))
+    return n if n is not None else min(_CPUS, 8)
 
 
 def max_threads() -> int:
@@ -163,7 +167,7 @@ def max_threads() -> int:
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except (AttributeError, OSError):  # pragma: no cover - platforms without affinity
-        return max(1, os.cpu_count() or 1)
+        return _CPUS
 
 
 def check_meta() -> bool:
