@@ -99,6 +99,13 @@ from .moreops3 import __all__ as _moreops3_all  # noqa: E402
 
 __all__ += [n for n in _moreops3_all if n not in __all__]
 
+# scatters into a slice, index or diagonal, gcd/lcm, remainder, fmin/fmax, signbit, hsplit/
+# vsplit/dsplit (moreops4.py)
+from .moreops4 import *  # noqa: E402,F401,F403
+from .moreops4 import __all__ as _moreops4_all  # noqa: E402
+
+__all__ += [n for n in _moreops4_all if n not in __all__]
+
 # special functions (erfc, erfinv, lgamma, digamma, polygamma, i0, ...; lazyt/special_fns.py)
 # and torch.special's namespace (lazyt.special)
 from .special_fns import *  # noqa: E402,F401,F403
