@@ -106,6 +106,14 @@ from .moreops4 import __all__ as _moreops4_all  # noqa: E402
 
 __all__ += [n for n in _moreops4_all if n not in __all__]
 
+# torch.linalg's determinant, inverse, solve and norms (lazyt.linalg), with torch's top-level
+# det, logdet, slogdet and inverse
+from . import linalg  # noqa: E402
+from .linalg import TOP_LEVEL as _linalg_top  # noqa: E402
+
+globals().update(_linalg_top)
+__all__ += ["linalg"] + [n for n in _linalg_top if n not in __all__]
+
 # special functions (erfc, erfinv, lgamma, digamma, polygamma, i0, ...; lazyt/special_fns.py)
 # and torch.special's namespace (lazyt.special)
 from .special_fns import *  # noqa: E402,F401,F403

@@ -1,0 +1,247 @@
+"""`lazyt.linalg`: torch.linalg's determinant, inverse, solve and norms as composites.
+
+The factorizations are Gaussian elimination with partial pivoting written with lazyt's own
+ops (argmax picks each pivot row, `take_along_dim` swaps it in), over batches of square
+matrices: one step per column, so every backend runs them, `lazyt.compile` captures them,
+and autodiff differentiates them through their steps. n steps of a few ops each suit the
+small and medium matrices models use; no LAPACK is called.
+
+A singular matrix is not checked (that would read its values): `det` gives 0, `inv` and
+`solve` give inf or NaN, as a division by a zero pivot does.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+
+from . import dtype as dt
+from .creation import arange
+from .dispatch import common_device
+from .errors import InvalidArgumentError, ShapeError
+from .functional import cat, floating, matmul, where
+from .mathops import tensor_arg
+from .moreops import exporter, take_along_dim
+from .moreops import norm as _vector_norm_impl
+from .moreops3 import matrix_power as _matrix_power
+from .tensor import Tensor
+
+__all__: list = []
+_export = exporter(globals(), __all__)
+
+
+def _square(op: str, a) -> Tensor:
+    x = tensor_arg(op, a)
+    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"{op}: expected a batch of square matrices [..., n, n], got shape "
+                         f"{tuple(x.shape)}")
+    x = floating(x)
+    if x.dtype is dt.float16:
+        x = x.to(dt.float32)
+    return x
+
+
+def _eliminate(a: Tensor, n: int, full: bool):
+    """Partial-pivoting elimination on the rows of `a` ([..., n, m], m >= n): below each pivot
+    (`full=False`, an LU's U in the first n columns) or above and below it (Gauss-Jordan).
+    Returns the reduced matrix and the permutation's sign."""
+    rows = arange(n, device=a.device).reshape(n, 1)           # [n, 1]
+    sign = None
+    for k in range(n):
+        col = a[..., :, k:k + 1].abs()                          # [..., n, 1]
+        col = where(rows < k, -1.0, col)                        # rows above the pivot: never
+        p = col.argmax(-2, keepdim=True)                        # [..., 1, 1]
+        swap = where(rows == k, p, where(rows == p, k, rows))   # [..., n, 1]
+        a = take_along_dim(a, swap, -2)
+        flip = where(p == k, 1.0, -1.0).to(a.dtype)
+        sign = flip if sign is None else sign * flip
+        pivot_row = a[..., k:k + 1, :]                          # [..., 1, m]
+        pivot = pivot_row[..., :, k:k + 1]                      # [..., 1, 1]
+        safe = where(pivot == 0, 1.0, pivot)
+        chosen = (rows != k) if full else (rows > k)
+        f = where(chosen, a[..., :, k:k + 1] / safe, 0.0)       # [..., n, 1]
+        a = a - f * pivot_row
+    return a, sign[..., 0, 0]
+
+
+@_export(method=False)
+def det(A) -> Tensor:  # noqa: N803 - torch's name
+    """The determinant of each square matrix of `A` [..., n, n]."""
+    x = _square("det", A)
+    n = x.shape[-1]
+    if n == 0:
+        return x.sum((-2, -1)) + 1.0
+    u, sign = _eliminate(x, n, full=False)
+    return sign * u.diagonal(0, -2, -1).prod(-1)
+
+
+@_export(method=False)
+def slogdet(A):  # noqa: N803 - torch's name
+    """`(sign, logabsdet)` of each matrix: det = sign * exp(logabsdet); sign 0 and
+    logabsdet -inf for a singular one."""
+    x = _square("slogdet", A)
+    n = x.shape[-1]
+    u, sign = _eliminate(x, n, full=False)
+    d = u.diagonal(0, -2, -1)
+    s = sign * d.sign().prod(-1)
+    return _SlogdetResult(s, d.abs().log().sum(-1))
+
+
+class _SlogdetResult(tuple):
+    """(sign, logabsdet), also by name as torch's named tuple."""
+
+    def __new__(cls, sign, logabsdet):
+        return super().__new__(cls, (sign, logabsdet))
+
+    @property
+    def sign(self):
+        return self[0]
+
+    @property
+    def logabsdet(self):
+        return self[1]
+
+
+@_export(method=False)
+def logdet(A) -> Tensor:  # noqa: N803 - torch's name
+    """log(det): NaN for a negative determinant, -inf for a singular matrix."""
+    s, la = slogdet(A)
+    return where(s < 0, math.nan, where(s == 0, -math.inf, la))
+
+
+@_export(method=False)
+def solve(A, B, *, left: bool = True) -> Tensor:  # noqa: N803 - torch's names
+    """X with A @ X = B (`left=False`: X @ A = B). B is [..., n, k] or a vector [..., n]
+    (batch dims broadcast)."""
+    a = _square("solve", A)
+    b = tensor_arg("solve", B)
+    common_device("solve", (a, b))
+    if not left:
+        return solve(a.transpose(-2, -1), b.transpose(-2, -1)).transpose(-2, -1)
+    n = a.shape[-1]
+    vector = b.ndim == 1 or (b.ndim == a.ndim - 1 and tuple(b.shape) == tuple(a.shape[:-1]))
+    if vector:
+        b = b.unsqueeze(-1)
+    if b.shape[-2] != n:
+        raise ShapeError(f"solve: B has {b.shape[-2]} rows for a {n}x{n} A (shapes "
+                         f"{tuple(a.shape)} and {tuple(tensor_arg('solve', B).shape)})")
+    b = b.to(a.dtype)
+    batch = _broadcast(a.shape[:-2], b.shape[:-2], "solve")
+    a = a.expand(*batch, n, n)
+    b = b.expand(*batch, n, b.shape[-1])
+    m, _ = _eliminate(cat([a, b], -1), n, full=True)
+    x = m[..., :, n:] / m[..., :, :n].diagonal(0, -2, -1).unsqueeze(-1)
+    return x[..., 0] if vector else x
+
+
+def _broadcast(s1, s2, op: str) -> tuple:
+    out = []
+    for i in range(max(len(s1), len(s2))):
+        a = s1[len(s1) - 1 - i] if i < len(s1) else 1
+        b = s2[len(s2) - 1 - i] if i < len(s2) else 1
+        if a != b and 1 not in (a, b):
+            raise ShapeError(f"{op}: batch shapes {tuple(s1)} and {tuple(s2)} do not broadcast")
+        out.append(max(a, b))
+    return tuple(reversed(out))
+
+
+@_export(method=False)
+def inv(A) -> Tensor:  # noqa: N803 - torch's name
+    """The inverse of each square matrix of `A` [..., n, n]."""
+    a = _square("inv", A)
+    n = a.shape[-1]
+    eye = (arange(n, device=a.device).reshape(n, 1) == arange(n, device=a.device)).to(a.dtype)
+    return solve(a, eye.expand(*a.shape[:-2], n, n))
+
+
+@_export(method=False)
+def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *,  # noqa: A002 - torch's names
+                dtype=None) -> Tensor:
+    """The vector `ord`-norm over `dim` (all elements when None): inf / -inf the largest /
+    smallest magnitude, 0 the count of non-zeros."""
+    if isinstance(ord, str):
+        raise InvalidArgumentError(f"vector_norm: ord={ord!r} must be a number")
+    return _vector_norm_impl(x, ord, dim, keepdim, dtype)
+
+
+@_export(method=False)
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: N803,A002
+                dtype=None) -> Tensor:
+    """The matrix norm over the two dims `dim`: "fro", or 1 / -1 (largest / smallest column
+    sum of magnitudes), inf / -inf (the same over rows). The spectral and nuclear norms
+    (2, -2, "nuc") need singular values, which lazyt.linalg does not compute."""
+    x = tensor_arg("matrix_norm", A)
+    if x.ndim < 2:
+        raise ShapeError(f"matrix_norm: expected at least 2 dims, got shape {tuple(x.shape)}")
+    if not isinstance(dim, (tuple, list)) or len(dim) != 2:
+        raise InvalidArgumentError(f"matrix_norm: dim must be a pair of dims, got {dim!r}")
+    r, c = (d % x.ndim for d in dim)
+    if r == c:
+        raise InvalidArgumentError(f"matrix_norm: dim={dim!r} names one dim twice")
+    if ord == "fro":
+        return _vector_norm_impl(x, 2, (r, c), keepdim, dtype)
+    if ord in ("nuc", 2, -2):
+        raise InvalidArgumentError(f"matrix_norm: ord={ord!r} needs singular values, which "
+                                   f"lazyt.linalg does not compute; use 'fro', 1, -1, inf "
+                                   f"or -inf")
+    if ord not in (1, -1, math.inf, -math.inf):
+        raise InvalidArgumentError(f"matrix_norm: ord={ord!r} is not a matrix norm ('fro', "
+                                   f"1, -1, inf or -inf)")
+    x = floating(x) if dtype is None else x.to(dtype)
+    sum_dim, pick_dim = (r, c) if abs(ord) == 1 else (c, r)
+    s = x.abs().sum(sum_dim, keepdim=True)
+    out = s.amax(pick_dim, keepdim=True) if ord > 0 else s.amin(pick_dim, keepdim=True)
+    if not keepdim:
+        out = out.squeeze(max(r, c)).squeeze(min(r, c))
+    return out
+
+
+@_export(method=False)
+def norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None) -> Tensor:  # noqa: A002
+    """torch.linalg.norm: a vector norm for one dim (or a 1-D input with no dim), a matrix
+    norm for two dims (or a 2-D input with no dim); ord None is the 2-norm / Frobenius."""
+    x = tensor_arg("norm", A)
+    if dim is None:
+        if ord is not None and x.ndim not in (1, 2):
+            raise ShapeError(f"linalg.norm: ord={ord!r} needs a 1-D or 2-D input or dim, got "
+                             f"shape {tuple(x.shape)}")
+        if ord is None:
+            return _vector_norm_impl(x, 2, None, keepdim, dtype)
+        dim = (-2, -1) if x.ndim == 2 else -1
+    if isinstance(dim, numbers.Integral) or (isinstance(dim, (tuple, list)) and len(dim) == 1):
+        return vector_norm(x, 2 if ord is None else ord, dim, keepdim, dtype=dtype)
+    return matrix_norm(x, "fro" if ord is None else ord, tuple(dim), keepdim, dtype=dtype)
+
+
+@_export(method=False)
+def vecdot(x, y, *, dim: int = -1) -> Tensor:
+    """The dot product of `x` and `y` along `dim` (broadcast in the others)."""
+    a, b = tensor_arg("vecdot", x), tensor_arg("vecdot", y)
+    return (a * b).sum(dim)
+
+
+@_export(method=False)
+def multi_dot(tensors) -> Tensor:
+    """The product of a list of matrices (the first may be a vector, as may the last)."""
+    ts = [tensor_arg("multi_dot", t) for t in tensors]
+    if len(ts) < 2:
+        raise InvalidArgumentError(f"multi_dot: needs at least 2 tensors, got {len(ts)}")
+    out = ts[0]
+    for t in ts[1:]:
+        out = matmul(out, t)
+    return out
+
+
+@_export(method=False)
+def matrix_power(A, n: int) -> Tensor:  # noqa: N803 - torch's names
+    """A @ A @ ... (n times); n < 0 inverts first, n == 0 is the identity."""
+    a = tensor_arg("matrix_power", A)
+    if int(n) < 0:
+        return _matrix_power(inv(a), -int(n))
+    return _matrix_power(a, int(n))
+
+
+# torch's top-level names and Tensor methods for the square-matrix functions
+TOP_LEVEL = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inv}
+for _name, _fn in TOP_LEVEL.items():
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _fn)

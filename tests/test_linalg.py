@@ -1,0 +1,150 @@
+"""lazyt.linalg against numpy.linalg on every device, gradcheck on cpu, torch where
+installed."""
+import numpy as np
+import pytest
+
+import lazyt
+from lazyt.errors import InvalidArgumentError, ShapeError
+from lazyt.testing import gradcheck
+
+
+def mats(*shape, seed=0):
+    a = np.random.default_rng(seed).standard_normal(shape)
+    if shape[-1] == shape[-2]:
+        a = a + 2 * np.eye(shape[-1])              # well conditioned
+    return a.astype(np.float32)
+
+
+def T(a, device):
+    return lazyt.tensor(a, device=device)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (3, 3), (2, 5, 5), (2, 3, 4, 4)])
+def test_det_slogdet_inv(device, shape):
+    a = mats(*shape)
+    np.testing.assert_allclose(lazyt.linalg.det(T(a, device)).numpy(), np.linalg.det(a),
+                               rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(T(a, device).det().numpy(), np.linalg.det(a), rtol=1e-4,
+                               atol=1e-5)
+    s, la = lazyt.linalg.slogdet(T(a, device))
+    ws, wla = np.linalg.slogdet(a)
+    np.testing.assert_array_equal(s.numpy(), ws)
+    np.testing.assert_allclose(la.numpy(), wla, rtol=1e-4, atol=1e-5)
+    assert lazyt.slogdet(T(a, device)).logabsdet.shape == wla.shape
+    np.testing.assert_allclose(lazyt.linalg.inv(T(a, device)).numpy(), np.linalg.inv(a),
+                               rtol=1e-3, atol=1e-4)
+    np.testing.assert_allclose(lazyt.inverse(T(a, device)).numpy(), np.linalg.inv(a),
+                               rtol=1e-3, atol=1e-4)
+
+
+def test_pivoting_and_singular(device):
+    # a zero leading entry needs a row swap; a singular matrix has det 0
+    a = np.array([[0, 1, 2], [1, 0, 3], [4, -3, 8]], np.float32)
+    np.testing.assert_allclose(lazyt.det(T(a, device)).numpy(), np.linalg.det(a), rtol=1e-5)
+    np.testing.assert_allclose(lazyt.linalg.inv(T(a, device)).numpy(), np.linalg.inv(a),
+                               rtol=1e-4, atol=1e-5)
+    sing = np.array([[1, 2], [2, 4]], np.float32)
+    assert lazyt.det(T(sing, device)).numpy() == 0
+    s, la = lazyt.slogdet(T(sing, device))
+    assert s.numpy() == 0 and la.numpy() == -np.inf
+    assert lazyt.logdet(T(sing, device)).numpy() == -np.inf
+    neg = np.array([[0, 1], [1, 0]], np.float32)
+    assert np.isnan(lazyt.logdet(T(neg, device)).numpy())
+
+
+@pytest.mark.parametrize("bshape", [(4, 2), (4,), (3, 4, 1), (3, 4)])
+def test_solve(device, bshape):
+    a = mats(3, 4, 4)
+    b = np.random.default_rng(1).standard_normal(bshape).astype(np.float32)
+    got = lazyt.linalg.solve(T(a, device), T(b, device))
+    if len(bshape) == 1:
+        want = np.linalg.solve(a, b[None, :, None])[..., 0]
+    elif bshape == (3, 4):                       # a batch of vectors
+        want = np.linalg.solve(a, b[..., None])[..., 0]
+    else:
+        want = np.linalg.solve(a, b)
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-3, atol=1e-4)
+    xr = lazyt.linalg.solve(T(a, device), T(mats(3, 2, 4, seed=2), device), left=False)
+    np.testing.assert_allclose(xr.numpy() @ a, mats(3, 2, 4, seed=2), rtol=1e-3, atol=1e-4)
+
+
+@pytest.mark.parametrize("ord", ["fro", 1, -1, np.inf, -np.inf])
+def test_matrix_norm(device, ord):
+    a = mats(2, 3, 4)
+    np.testing.assert_allclose(lazyt.linalg.matrix_norm(T(a, device), ord).numpy(),
+                               np.linalg.norm(a, ord, axis=(-2, -1)), rtol=1e-5)
+    got = lazyt.linalg.matrix_norm(T(a, device), ord, dim=(0, 2), keepdim=True)
+    want = np.linalg.norm(a, ord, axis=(0, 2), keepdims=True)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-5)
+
+
+def test_norms_and_products(device):
+    a = mats(3, 4)
+    for o in (2, 1, np.inf, -np.inf, 0, 3.5):
+        np.testing.assert_allclose(lazyt.linalg.vector_norm(T(a, device), o).numpy(),
+                                   np.linalg.norm(a.ravel(), o), rtol=1e-5)
+    np.testing.assert_allclose(lazyt.linalg.norm(T(a, device)).numpy(), np.linalg.norm(a),
+                               rtol=1e-5)
+    np.testing.assert_allclose(lazyt.linalg.norm(T(a, device), 1).numpy(),
+                               np.linalg.norm(a, 1), rtol=1e-5)
+    np.testing.assert_allclose(lazyt.linalg.norm(T(a, device), 3, dim=1).numpy(),
+                               np.linalg.norm(a, 3, axis=1), rtol=1e-5)
+    np.testing.assert_allclose(lazyt.linalg.vecdot(T(a, device), T(a, device)).numpy(),
+                               (a * a).sum(-1), rtol=1e-5)
+    b, c = mats(4, 2, seed=1), mats(2, 5, seed=2)
+    np.testing.assert_allclose(lazyt.linalg.multi_dot([T(a, device), T(b, device),
+                                                       T(c, device)]).numpy(),
+                               a @ b @ c, rtol=1e-4, atol=1e-5)
+    m = mats(3, 3, seed=3)
+    np.testing.assert_allclose(lazyt.linalg.matrix_power(T(m, device), -2).numpy(),
+                               np.linalg.matrix_power(m.astype(np.float64), -2),
+                               rtol=1e-3, atol=1e-4)
+
+
+def test_errors(device):
+    with pytest.raises(ShapeError, match="det: expected a batch of square matrices"):
+        lazyt.linalg.det(T(mats(2, 3, 3)[:, :2], device))
+    with pytest.raises(ShapeError, match="solve: B has 3 rows"):
+        lazyt.linalg.solve(T(mats(4, 4), device), T(mats(3, 3), device))
+    with pytest.raises(InvalidArgumentError, match="matrix_norm: ord=2 needs singular values"):
+        lazyt.linalg.matrix_norm(T(mats(3, 3), device), 2)
+    with pytest.raises(InvalidArgumentError, match="matrix_norm: ord=3 is not a matrix norm"):
+        lazyt.linalg.matrix_norm(T(mats(3, 3), device), 3)
+    np.testing.assert_allclose(lazyt.det(T(mats(2, 2), device)).numpy(),
+                               np.linalg.det(mats(2, 2)), rtol=1e-5)
+
+
+def test_gradients():
+    a = lazyt.tensor(mats(3, 3).astype(np.float64)).require_grad()
+    b = lazyt.tensor(mats(3, 2, seed=1).astype(np.float64)).require_grad()
+    assert gradcheck(lambda x: lazyt.linalg.det(x), [a])
+    assert gradcheck(lambda x: lazyt.linalg.inv(x), [a])
+    assert gradcheck(lambda x, y: lazyt.linalg.solve(x, y), [a, b])
+    assert gradcheck(lambda x: lazyt.linalg.slogdet(x)[1], [a])
+
+
+def test_compile_captures_det_and_solve():
+    fd = lazyt.compile(lambda x: lazyt.linalg.det(x))
+    fs = lazyt.compile(lambda x, y: lazyt.linalg.solve(x, y))
+    for seed in range(4):
+        a, b = mats(2, 4, 4, seed=seed), mats(2, 4, 3, seed=seed + 9)
+        d, x = fd(lazyt.tensor(a)), fs(lazyt.tensor(a), lazyt.tensor(b))
+        np.testing.assert_allclose(d.numpy(), np.linalg.det(a), rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(x.numpy(), np.linalg.solve(a, b), rtol=1e-3, atol=1e-4)
+    assert fd.cache_info().hits >= 2 and fs.cache_info().hits >= 2
+
+
+def test_matches_torch():
+    torch = pytest.importorskip("torch")
+    a = mats(2, 4, 4).astype(np.float64)
+    b = mats(2, 4, 3, seed=1).astype(np.float64)
+    ta, tb = torch.tensor(a), torch.tensor(b)
+    pairs = [(lazyt.linalg.det(lazyt.tensor(a)), torch.linalg.det(ta)),
+             (lazyt.linalg.inv(lazyt.tensor(a)), torch.linalg.inv(ta)),
+             (lazyt.linalg.solve(lazyt.tensor(a), lazyt.tensor(b)), torch.linalg.solve(ta, tb)),
+             (lazyt.logdet(lazyt.tensor(a)), torch.logdet(ta)),
+             (lazyt.linalg.norm(lazyt.tensor(a[0]), -np.inf), torch.linalg.norm(ta[0], -np.inf)),
+             (lazyt.linalg.matrix_norm(lazyt.tensor(a), 1), torch.linalg.matrix_norm(ta, 1))]
+    for got, want in pairs:
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-10)
