@@ -131,7 +131,7 @@ class _Session:
         self.name = name
         self.thread = threading.get_ident()   # the thread whose ops are recorded
         self.objs: dict = {}       # id -> (tensor, primitive, _grad) when first noted
-        self.made_ids: set = set()
+        self.made_ids: dict = {}   # id -> weak reference (an id is reused once freed)
         self.made_refs: list = []  # weak references to tensors made inside the call
         self.watched: dict = {}    # (id(container), key) -> (container, key, first value)
         self.guards: dict = {}     # (id(container), key) -> (container, key, value)
@@ -139,8 +139,11 @@ class _Session:
 
     def saw(self, t) -> None:
         k = id(t)
-        if k in self.objs or k in self.made_ids or not isinstance(t, Tensor) or \
+        if k in self.objs or not isinstance(t, Tensor) or \
                 threading.get_ident() != self.thread:
+            return
+        ref = self.made_ids.get(k)
+        if ref is not None and ref() is t:
             return
         dev = t.device
         f = self.fusions.get(dev)
@@ -161,8 +164,9 @@ class _Session:
 
     def made(self, t) -> None:
         if isinstance(t, Tensor) and threading.get_ident() == self.thread:
-            self.made_ids.add(id(t))
-            self.made_refs.append(weakref.ref(t))
+            ref = weakref.ref(t)
+            self.made_ids[id(t)] = ref
+            self.made_refs.append(ref)
 
     def mine(self) -> bool:
         """Whether the calling thread is the one being recorded."""

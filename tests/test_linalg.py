@@ -135,6 +135,20 @@ def test_compile_captures_det_and_solve():
     assert fd.cache_info().hits >= 2 and fs.cache_info().hits >= 2
 
 
+def test_compile_two_factorizations_in_one_function():
+    """det and inv in one function while the last results are held: the second recording
+    once saw a constant made inside the call as an outside tensor, because a freed tensor's
+    id had been reused (CaptureError)."""
+    f = lazyt.compile(lambda x: lazyt.linalg.det(x) + lazyt.linalg.inv(x).sum((-2, -1)))
+    held = []
+    for seed in range(4):
+        a = mats(2, 4, 4, seed=seed)
+        held.append(f(lazyt.tensor(a)))
+        want = np.linalg.det(a) + np.linalg.inv(a).sum((-2, -1))
+        np.testing.assert_allclose(held[-1].numpy(), want, rtol=1e-3, atol=1e-4)
+    assert f.cache_info().hits == 2
+
+
 def test_matches_torch():
     torch = pytest.importorskip("torch")
     a = mats(2, 4, 4).astype(np.float64)
