@@ -18,8 +18,10 @@ from . import dtype as dt
 from .creation import arange
 from .dispatch import common_device
 from .errors import InvalidArgumentError, ShapeError
-from .functional import cat, floating, matmul, where
+from .functional import cat, floating, where
+from .functional import matmul as _matmul
 from .mathops import tensor_arg
+from .moreops import cross as _cross
 from .moreops import exporter, take_along_dim
 from .moreops import norm as _vector_norm_impl
 from .moreops3 import matrix_power as _matrix_power
@@ -227,7 +229,7 @@ def multi_dot(tensors) -> Tensor:
         raise InvalidArgumentError(f"multi_dot: needs at least 2 tensors, got {len(ts)}")
     out = ts[0]
     for t in ts[1:]:
-        out = matmul(out, t)
+        out = _matmul(out, t)
     return out
 
 
@@ -245,3 +247,74 @@ TOP_LEVEL = {"det": det, "logdet": logdet, "slogdet": slogdet, "inverse": inv}
 for _name, _fn in TOP_LEVEL.items():
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, _fn)
+
+
+@_export(method=False)
+def cholesky(A, *, upper: bool = False) -> Tensor:  # noqa: N803 - torch's name
+    """L with A = L @ L^H for each symmetric positive-definite matrix of `A` (`upper=True`:
+    U = L^T), one column per step. A matrix that is not positive definite is not checked
+    (that would read it): its columns from the failing pivot on are NaN."""
+    a = _square("cholesky", A)
+    n = a.shape[-1]
+    rows = arange(n, device=a.device).reshape(n, 1)
+    cols = arange(n, device=a.device)
+    low = a * 0.0
+    for j in range(n):
+        v = a[..., :, j:j + 1] - _matmul(low, low[..., j:j + 1, :].transpose(-2, -1))
+        d = v[..., j:j + 1, :].sqrt()
+        col = where(rows == j, d, where(rows > j, v / d, 0.0))
+        low = where(cols == j, col, low)
+    return low.transpose(-2, -1) if upper else low
+
+
+@_export(method=False)
+def solve_triangular(A, B, *, upper: bool, left: bool = True,  # noqa: N803 - torch's names
+                     unitriangular: bool = False) -> Tensor:
+    """X with A @ X = B (`left=False`: X @ A = B) for triangular A [..., n, n] and B
+    [..., n, k], by substitution, one row per step; only A's triangle is read
+    (`unitriangular`: its diagonal is taken as ones)."""
+    a = _square("solve_triangular", A)
+    b = tensor_arg("solve_triangular", B)
+    common_device("solve_triangular", (a, b))
+    if b.ndim < 2:
+        raise ShapeError(f"solve_triangular: B must be a matrix [..., n, k], got shape "
+                         f"{tuple(b.shape)}")
+    if not left:
+        return solve_triangular(a.transpose(-2, -1), b.transpose(-2, -1), upper=not upper,
+                                unitriangular=unitriangular).transpose(-2, -1)
+    n = a.shape[-1]
+    if b.shape[-2] != n:
+        raise ShapeError(f"solve_triangular: B has {b.shape[-2]} rows for a {n}x{n} A")
+    b = b.to(a.dtype)
+    batch = _broadcast(a.shape[:-2], b.shape[:-2], "solve_triangular")
+    a = a.expand(*batch, n, n)
+    b = b.expand(*batch, n, b.shape[-1])
+    rows = arange(n, device=a.device).reshape(n, 1)
+    cols = arange(n, device=a.device)
+    a_diag = a.diagonal(0, -2, -1).unsqueeze(-1)                   # [..., n, 1]
+    a = where((cols > rows) if upper else (cols < rows), a, 0.0)   # the triangle, no diagonal
+    x = b * 0.0
+    for i in (range(n - 1, -1, -1) if upper else range(n)):
+        r = b[..., i:i + 1, :] - _matmul(a[..., i:i + 1, :], x)
+        if not unitriangular:
+            r = r / a_diag[..., i:i + 1, :]
+        x = where(rows == i, r, x)
+    return x
+
+
+@_export(method=False)
+def cross(input, other, *, dim: int = -1) -> Tensor:  # noqa: A002 - torch's names
+    """The cross product of 3-vectors along `dim` (the last by default)."""
+    return _cross(input, other, dim=dim)
+
+
+@_export(method=False)
+def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:  # noqa: N803
+    """The diagonals of the matrices of `A` (over the last two dims by default)."""
+    return tensor_arg("diagonal", A).diagonal(offset, dim1, dim2)
+
+
+@_export(method=False)
+def matmul(input, other) -> Tensor:  # noqa: A002 - torch's names
+    """`lazyt.matmul`."""
+    return _matmul(input, other)

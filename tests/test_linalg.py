@@ -102,6 +102,55 @@ def test_norms_and_products(device):
                                rtol=1e-3, atol=1e-4)
 
 
+def spd(*shape, seed=0):
+    m = np.random.default_rng(seed).standard_normal(shape)
+    return (m @ np.swapaxes(m, -1, -2) + shape[-1] * np.eye(shape[-1])).astype(np.float32)
+
+
+@pytest.mark.parametrize("shape", [(1, 1), (4, 4), (2, 3, 5, 5)])
+def test_cholesky(device, shape):
+    a = spd(*shape)
+    low = np.linalg.cholesky(a.astype(np.float64))
+    np.testing.assert_allclose(lazyt.linalg.cholesky(T(a, device)).numpy(), low, rtol=1e-4,
+                               atol=1e-5)
+    np.testing.assert_allclose(lazyt.linalg.cholesky(T(a, device), upper=True).numpy(),
+                               np.swapaxes(low, -1, -2), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("upper", [False, True])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
+def test_solve_triangular(device, upper, left, unit):
+    a = mats(2, 4, 4)
+    tri = np.triu(a) if upper else np.tril(a)
+    if unit:
+        used = tri.copy()
+        idx = np.arange(4)
+        used[..., idx, idx] = 1
+    else:
+        used = tri
+    b = mats(2, 4, 3, seed=1) if left else mats(2, 3, 4, seed=1)
+    # only the triangle is read: garbage in the other half changes nothing
+    given = np.where(np.triu(np.ones((4, 4), bool)) if upper else
+                     np.tril(np.ones((4, 4), bool)), tri, a + 5)
+    got = lazyt.linalg.solve_triangular(T(given, device), T(b, device), upper=upper, left=left,
+                                        unitriangular=unit).numpy()
+    want = np.linalg.solve(used, b) if left else \
+        np.swapaxes(np.linalg.solve(np.swapaxes(used, -1, -2), np.swapaxes(b, -1, -2)), -1, -2)
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
+
+
+def test_cross_diagonal_matmul(device):
+    x, y = mats(4, 3), mats(4, 3, seed=1)
+    np.testing.assert_allclose(lazyt.linalg.cross(T(x, device), T(y, device)).numpy(),
+                               np.cross(x, y), rtol=1e-5, atol=1e-6)
+    a = mats(2, 3, 3)
+    np.testing.assert_array_equal(lazyt.linalg.diagonal(T(a, device), offset=1).numpy(),
+                                  np.diagonal(a, 1, -2, -1))
+    np.testing.assert_allclose(lazyt.linalg.matmul(T(a, device), T(a, device)).numpy(), a @ a,
+                               rtol=1e-5, atol=1e-5)
+
+
 def test_errors(device):
     with pytest.raises(ShapeError, match="det: expected a batch of square matrices"):
         lazyt.linalg.det(T(mats(2, 3, 3)[:, :2], device))
@@ -122,6 +171,10 @@ def test_gradients():
     assert gradcheck(lambda x: lazyt.linalg.inv(x), [a])
     assert gradcheck(lambda x, y: lazyt.linalg.solve(x, y), [a, b])
     assert gradcheck(lambda x: lazyt.linalg.slogdet(x)[1], [a])
+    s = lazyt.tensor(spd(3, 3).astype(np.float64)).require_grad()
+    assert gradcheck(lambda x: lazyt.linalg.cholesky(x), [s])
+    t = lazyt.tensor(np.tril(mats(3, 3)).astype(np.float64)).require_grad()
+    assert gradcheck(lambda x, y: lazyt.linalg.solve_triangular(x, y, upper=False), [t, b])
 
 
 def test_compile_captures_det_and_solve():
@@ -159,6 +212,10 @@ def test_matches_torch():
              (lazyt.linalg.solve(lazyt.tensor(a), lazyt.tensor(b)), torch.linalg.solve(ta, tb)),
              (lazyt.logdet(lazyt.tensor(a)), torch.logdet(ta)),
              (lazyt.linalg.norm(lazyt.tensor(a[0]), -np.inf), torch.linalg.norm(ta[0], -np.inf)),
-             (lazyt.linalg.matrix_norm(lazyt.tensor(a), 1), torch.linalg.matrix_norm(ta, 1))]
+             (lazyt.linalg.matrix_norm(lazyt.tensor(a), 1), torch.linalg.matrix_norm(ta, 1)),
+             (lazyt.linalg.cholesky(lazyt.tensor(a @ np.swapaxes(a, -1, -2))),
+              torch.linalg.cholesky(ta @ ta.mT)),
+             (lazyt.linalg.solve_triangular(lazyt.tensor(a), lazyt.tensor(b), upper=True),
+              torch.linalg.solve_triangular(ta, tb, upper=True))]
     for got, want in pairs:
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-10)
