@@ -318,3 +318,63 @@ def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1) -> Tensor:  
 def matmul(input, other) -> Tensor:  # noqa: A002 - torch's names
     """`lazyt.matmul`."""
     return _matmul(input, other)
+
+
+class _QRResult(tuple):
+    """(Q, R), also by name as torch's named tuple."""
+
+    def __new__(cls, q, r):
+        return super().__new__(cls, (q, r))
+
+    @property
+    def Q(self):  # noqa: N802 - torch's name
+        return self[0]
+
+    @property
+    def R(self):  # noqa: N802 - torch's name
+        return self[1]
+
+
+@_export(method=False)
+def qr(A, mode: str = "reduced"):  # noqa: N803 - torch's name
+    """Q, R with A = Q @ R for each matrix of `A` [..., m, n]: Householder reflections as
+    LAPACK's geqrf makes them (the same signs as torch: R's diagonal is -sign(a) * norm, and a
+    column already zero below the diagonal is left as it is). `mode`: "reduced" (Q
+    [..., m, k], R [..., k, n], k = min(m, n)), "complete" (Q [..., m, m], R [..., m, n]) or
+    "r" (R only; Q is an empty tensor)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise InvalidArgumentError(f"qr: mode must be 'reduced', 'complete' or 'r', got "
+                                   f"{mode!r}")
+    x = tensor_arg("qr", A)
+    if x.ndim < 2:
+        raise ShapeError(f"qr: expected a batch of matrices [..., m, n], got shape "
+                         f"{tuple(x.shape)}")
+    x = floating(x)
+    if x.dtype is dt.float16:
+        x = x.to(dt.float32)
+    m, n = x.shape[-2], x.shape[-1]
+    k = min(m, n)
+    rows = arange(m, device=x.device).reshape(m, 1)
+    r = x
+    q = (rows == arange(m, device=x.device)).to(x.dtype).expand(*x.shape[:-2], m, m)
+    for j in range(k):
+        col = r[..., :, j:j + 1]                                   # [..., m, 1]
+        alpha = col[..., j:j + 1, :]                               # [..., 1, 1]
+        below = where(rows > j, col, 0.0)
+        xnorm = (below * below).sum(-2, keepdim=True).sqrt()
+        keep = xnorm == 0                                          # H = I (tau = 0)
+        norm = (alpha * alpha + xnorm * xnorm).sqrt()
+        beta = where(alpha >= 0, -norm, norm)
+        safe_beta = where(keep, 1.0, beta)
+        tau = where(keep, 0.0, (beta - alpha) / safe_beta)
+        denom = where(keep, 1.0, alpha - beta)
+        v = where(rows == j, 1.0, where(rows > j, col / denom, 0.0))   # [..., m, 1]
+        r = r - tau * v * _matmul(v.transpose(-2, -1), r)
+        q = q - tau * _matmul(q, v) * v.transpose(-2, -1)
+    cols_n = arange(n, device=x.device)
+    r = where(cols_n >= rows, r, 0.0)                               # exact zeros below
+    if mode == "complete":
+        return _QRResult(q, r)
+    if mode == "r":
+        return _QRResult(x.new_zeros(0), r[..., :k, :])
+    return _QRResult(q[..., :, :k], r[..., :k, :])

@@ -140,6 +140,32 @@ def test_solve_triangular(device, upper, left, unit):
     np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.parametrize("shape", [(5, 3), (3, 5), (4, 4), (2, 6, 4), (1, 1)])
+@pytest.mark.parametrize("mode", ["reduced", "complete", "r"])
+def test_qr(device, shape, mode):
+    a = np.random.default_rng(0).standard_normal(shape).astype(np.float32)
+    q, r = lazyt.linalg.qr(T(a, device), mode)
+    # numpy's Householder signs are LAPACK's; its "r" mode returns R alone
+    got = np.linalg.qr(a.astype(np.float64), mode)
+    wq, wr = (None, got) if mode == "r" else got
+    np.testing.assert_allclose(r.numpy(), wr, rtol=1e-4, atol=1e-5)
+    if mode != "r":
+        np.testing.assert_allclose(q.numpy(), wq, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(q.numpy() @ r.numpy(), a, rtol=1e-4, atol=1e-5)
+    else:
+        assert q.numel() == 0
+    assert lazyt.linalg.qr(T(a, device)).R.shape == np.linalg.qr(a)[1].shape
+
+
+def test_qr_triangular_input_kept(device):
+    """A column already zero below the diagonal gets no reflection (LAPACK's tau = 0), so a
+    triangular matrix comes back as R with Q the identity."""
+    a = np.triu(mats(4, 4))
+    q, r = lazyt.linalg.qr(T(a, device))
+    np.testing.assert_allclose(q.numpy(), np.eye(4), atol=1e-6)
+    np.testing.assert_allclose(r.numpy(), a, rtol=1e-6)
+
+
 def test_cross_diagonal_matmul(device):
     x, y = mats(4, 3), mats(4, 3, seed=1)
     np.testing.assert_allclose(lazyt.linalg.cross(T(x, device), T(y, device)).numpy(),
@@ -173,6 +199,9 @@ def test_gradients():
     assert gradcheck(lambda x: lazyt.linalg.slogdet(x)[1], [a])
     s = lazyt.tensor(spd(3, 3).astype(np.float64)).require_grad()
     assert gradcheck(lambda x: lazyt.linalg.cholesky(x), [s])
+    g = lazyt.tensor(mats(4, 3, seed=5).astype(np.float64) - 2.0).require_grad()
+    assert gradcheck(lambda x: lazyt.linalg.qr(x)[0], [g])
+    assert gradcheck(lambda x: lazyt.linalg.qr(x)[1], [g])
     t = lazyt.tensor(np.tril(mats(3, 3)).astype(np.float64)).require_grad()
     assert gradcheck(lambda x, y: lazyt.linalg.solve_triangular(x, y, upper=False), [t, b])
 
@@ -216,6 +245,8 @@ def test_matches_torch():
              (lazyt.linalg.cholesky(lazyt.tensor(a @ np.swapaxes(a, -1, -2))),
               torch.linalg.cholesky(ta @ ta.mT)),
              (lazyt.linalg.solve_triangular(lazyt.tensor(a), lazyt.tensor(b), upper=True),
-              torch.linalg.solve_triangular(ta, tb, upper=True))]
+              torch.linalg.solve_triangular(ta, tb, upper=True)),
+             (lazyt.linalg.qr(lazyt.tensor(b))[0], torch.linalg.qr(tb)[0]),
+             (lazyt.linalg.qr(lazyt.tensor(b), "complete")[1], torch.linalg.qr(tb, "complete")[1])]
     for got, want in pairs:
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-10)
