@@ -258,7 +258,7 @@ def cholesky(A, *, upper: bool = False) -> Tensor:  # noqa: N803 - torch's name
     n = a.shape[-1]
     rows = arange(n, device=a.device).reshape(n, 1)
     cols = arange(n, device=a.device)
-    low = a * 0.0
+    low = a.new_zeros(tuple(a.shape))
     for j in range(n):
         v = a[..., :, j:j + 1] - _matmul(low, low[..., j:j + 1, :].transpose(-2, -1))
         d = v[..., j:j + 1, :].sqrt()
@@ -293,7 +293,7 @@ def solve_triangular(A, B, *, upper: bool, left: bool = True,  # noqa: N803 - to
     cols = arange(n, device=a.device)
     a_diag = a.diagonal(0, -2, -1).unsqueeze(-1)                   # [..., n, 1]
     a = where((cols > rows) if upper else (cols < rows), a, 0.0)   # the triangle, no diagonal
-    x = b * 0.0
+    x = b.new_zeros(tuple(b.shape))
     for i in (range(n - 1, -1, -1) if upper else range(n)):
         r = b[..., i:i + 1, :] - _matmul(a[..., i:i + 1, :], x)
         if not unitriangular:
@@ -378,3 +378,93 @@ def qr(A, mode: str = "reduced"):  # noqa: N803 - torch's name
     if mode == "r":
         return _QRResult(x.new_zeros(0), r[..., :k, :])
     return _QRResult(q[..., :, :k], r[..., :k, :])
+
+
+def _lu(op: str, A):  # noqa: N803 - the matrix's name
+    """Partial-pivoting LU of each matrix of `A` [..., m, n] as LAPACK's getrf pivots (the
+    first largest magnitude): (L's multipliers [..., m, k], U's rows [..., m, n], the row order
+    [..., m, 1], the pivot row of each step [..., 1, k]), k = min(m, n)."""
+    x = tensor_arg(op, A)
+    if x.ndim < 2:
+        raise ShapeError(f"{op}: expected a batch of matrices [..., m, n], got shape "
+                         f"{tuple(x.shape)}")
+    x = floating(x)
+    if x.dtype is dt.float16:
+        x = x.to(dt.float32)
+    m, n = x.shape[-2], x.shape[-1]
+    k = min(m, n)
+    rows = arange(m, device=x.device).reshape(m, 1)
+    cols = arange(k, device=x.device)
+    a = x
+    mult = x.new_zeros((*x.shape[:-2], m, k))
+    order = rows.expand(*x.shape[:-2], m, 1)
+    picks = []
+    for j in range(k):
+        col = where(rows < j, -1.0, a[..., :, j:j + 1].abs())
+        p = col.argmax(-2, keepdim=True)                                 # [..., 1, 1]
+        picks.append(p)
+        swap = where(rows == j, p, where(rows == p, j, rows))
+        a = take_along_dim(a, swap, -2)
+        mult = take_along_dim(mult, swap, -2)
+        order = take_along_dim(order, swap, -2)
+        pivot = a[..., j:j + 1, j:j + 1]
+        f = where(rows > j, a[..., :, j:j + 1] / where(pivot == 0, 1.0, pivot), 0.0)
+        a = a - f * a[..., j:j + 1, :]
+        mult = where(cols == j, f, mult)
+    return x, mult, a, order, cat(picks, -1) if picks else None, k
+
+
+class _LUResult(tuple):
+    """(P, L, U), also by name as torch's named tuple."""
+
+    def __new__(cls, p, l, u):  # noqa: E741 - torch's names
+        return super().__new__(cls, (p, l, u))
+
+    P = property(lambda self: self[0])
+    L = property(lambda self: self[1])
+    U = property(lambda self: self[2])
+
+
+@_export(method=False)
+def lu(A, *, pivot: bool = True):  # noqa: N803 - torch's name
+    """P, L, U with A = P @ L @ U for each matrix of `A` [..., m, n]: L unit lower triangular
+    [..., m, k], U upper triangular [..., k, n], P a permutation [..., m, m] (k = min(m, n));
+    the pivots are LAPACK's, so the factors are torch's."""
+    if not pivot:
+        raise InvalidArgumentError("lu: pivot=False is not supported (torch allows it on "
+                                   "CUDA only)")
+    x, mult, a, order, _, k = _lu("lu", A)
+    m, n = x.shape[-2], x.shape[-1]
+    rows = arange(m, device=x.device).reshape(m, 1)
+    eye = (rows == arange(k, device=x.device)).to(x.dtype)
+    low = mult + eye
+    up = where(arange(n, device=x.device) >= arange(k, device=x.device).reshape(k, 1),
+               a[..., :k, :], 0.0)
+    perm = (rows == order.transpose(-2, -1)).to(x.dtype)            # P[r, i] = (r == order[i])
+    return _LUResult(perm, low, up)
+
+
+class _LUFactorResult(tuple):
+    """(LU, pivots), also by name as torch's named tuple."""
+
+    def __new__(cls, lu_, pivots):
+        return super().__new__(cls, (lu_, pivots))
+
+    LU = property(lambda self: self[0])
+    pivots = property(lambda self: self[1])
+
+
+@_export(method=False)
+def lu_factor(A, *, pivot: bool = True):  # noqa: N803 - torch's name
+    """(LU, pivots) as LAPACK's getrf packs them: L's multipliers below the diagonal and U on
+    and above it, and the 1-based row each step swapped in (int32 [..., k])."""
+    if not pivot:
+        raise InvalidArgumentError("lu_factor: pivot=False is not supported")
+    x, mult, a, _, picks, k = _lu("lu_factor", A)
+    m, n = x.shape[-2], x.shape[-1]
+    rows = arange(m, device=x.device).reshape(m, 1)
+    cols = arange(n, device=x.device)
+    lower = mult if k == n else cat([mult, a.new_zeros((*a.shape[:-2], m, n - k))], -1)
+    packed = where(cols >= rows, a, lower)
+    pivots = (picks[..., 0, :] + 1).to(dt.int32)
+    return _LUFactorResult(packed, pivots)

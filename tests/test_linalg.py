@@ -166,6 +166,24 @@ def test_qr_triangular_input_kept(device):
     np.testing.assert_allclose(r.numpy(), a, rtol=1e-6)
 
 
+@pytest.mark.parametrize("shape", [(4, 4), (5, 3), (3, 5), (2, 4, 4), (1, 1)])
+def test_lu(device, shape):
+    a = np.random.default_rng(3).standard_normal(shape).astype(np.float32)
+    p, low, up = lazyt.linalg.lu(T(a, device))
+    k = min(shape[-2:])
+    assert low.shape == shape[:-1] + (k,) and up.shape == shape[:-2] + (k, shape[-1])
+    np.testing.assert_allclose(p.numpy() @ low.numpy() @ up.numpy(), a, rtol=1e-4, atol=1e-5)
+    np.testing.assert_array_equal(np.triu(low.numpy(), 1), 0)
+    np.testing.assert_array_equal(np.diagonal(low.numpy(), 0, -2, -1), 1)
+    np.testing.assert_array_equal(np.tril(up.numpy(), -1), 0)
+    assert np.all(np.abs(low.numpy()) <= 1 + 1e-6)          # partial pivoting
+    packed, piv = lazyt.linalg.lu_factor(T(a, device))
+    assert piv.dtype is lazyt.int32 and piv.shape == shape[:-2] + (k,)
+    np.testing.assert_allclose(np.triu(packed.numpy()), np.pad(
+        up.numpy(), [(0, 0)] * (len(shape) - 2) + [(0, shape[-2] - k), (0, 0)]),
+        rtol=1e-6, atol=1e-7)
+
+
 def test_cross_diagonal_matmul(device):
     x, y = mats(4, 3), mats(4, 3, seed=1)
     np.testing.assert_allclose(lazyt.linalg.cross(T(x, device), T(y, device)).numpy(),
@@ -202,6 +220,7 @@ def test_gradients():
     g = lazyt.tensor(mats(4, 3, seed=5).astype(np.float64) - 2.0).require_grad()
     assert gradcheck(lambda x: lazyt.linalg.qr(x)[0], [g])
     assert gradcheck(lambda x: lazyt.linalg.qr(x)[1], [g])
+    assert gradcheck(lambda x: lazyt.linalg.lu(x).U, [g])
     t = lazyt.tensor(np.tril(mats(3, 3)).astype(np.float64)).require_grad()
     assert gradcheck(lambda x, y: lazyt.linalg.solve_triangular(x, y, upper=False), [t, b])
 
@@ -247,6 +266,10 @@ def test_matches_torch():
              (lazyt.linalg.solve_triangular(lazyt.tensor(a), lazyt.tensor(b), upper=True),
               torch.linalg.solve_triangular(ta, tb, upper=True)),
              (lazyt.linalg.qr(lazyt.tensor(b))[0], torch.linalg.qr(tb)[0]),
+             (lazyt.linalg.lu(lazyt.tensor(b)).L, torch.linalg.lu(tb).L),
+             (lazyt.linalg.lu(lazyt.tensor(b)).P, torch.linalg.lu(tb).P),
+             (lazyt.linalg.lu_factor(lazyt.tensor(a)).LU, torch.linalg.lu_factor(ta).LU),
+             (lazyt.linalg.lu_factor(lazyt.tensor(a)).pivots, torch.linalg.lu_factor(ta).pivots),
              (lazyt.linalg.qr(lazyt.tensor(b), "complete")[1], torch.linalg.qr(tb, "complete")[1])]
     for got, want in pairs:
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-9, atol=1e-10)
