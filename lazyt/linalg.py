@@ -1,10 +1,12 @@
-"""`lazyt.linalg`: torch.linalg's determinant, inverse, solve and norms as composites.
+"""`lazyt.linalg`: torch.linalg's determinant, inverse, solve, factorizations (LU, QR,
+Cholesky), triangular solves and norms as composites.
 
-The factorizations are Gaussian elimination with partial pivoting written with lazyt's own
-ops (argmax picks each pivot row, `take_along_dim` swaps it in), over batches of square
-matrices: one step per column, so every backend runs them, `lazyt.compile` captures them,
-and autodiff differentiates them through their steps. n steps of a few ops each suit the
-small and medium matrices models use; no LAPACK is called.
+The factorizations are written with lazyt's own ops, one step per column over batches of
+matrices: Gaussian elimination with partial pivoting (argmax picks each pivot row as
+LAPACK does, `take_along_dim` swaps it in), Householder reflections, and Cholesky's and
+substitution's column and row updates. So every backend runs them, `lazyt.compile` captures
+them, and autodiff differentiates them through their steps. n steps of a few ops each suit
+the small and medium matrices models use; no LAPACK is called.
 
 A singular matrix is not checked (that would read its values): `det` gives 0, `inv` and
 `solve` give inf or NaN, as a division by a zero pivot does.
@@ -42,6 +44,14 @@ def _square(op: str, a) -> Tensor:
     return x
 
 
+def _pivot(a: Tensor, rows: Tensor, j: int) -> tuple:
+    """Step j's row order [..., m, 1] (row j swapped with the first row at or below it of
+    largest magnitude in column j, as LAPACK's getrf picks it) and that row [..., 1, 1]."""
+    col = where(rows < j, -1.0, a[..., :, j:j + 1].abs())    # rows above the pivot: never
+    p = col.argmax(-2, keepdim=True)
+    return where(rows == j, p, where(rows == p, j, rows)), p
+
+
 def _eliminate(a: Tensor, n: int, full: bool):
     """Partial-pivoting elimination on the rows of `a` ([..., n, m], m >= n): below each pivot
     (`full=False`, an LU's U in the first n columns) or above and below it (Gauss-Jordan).
@@ -49,10 +59,7 @@ def _eliminate(a: Tensor, n: int, full: bool):
     rows = arange(n, device=a.device).reshape(n, 1)           # [n, 1]
     sign = None
     for k in range(n):
-        col = a[..., :, k:k + 1].abs()                          # [..., n, 1]
-        col = where(rows < k, -1.0, col)                        # rows above the pivot: never
-        p = col.argmax(-2, keepdim=True)                        # [..., 1, 1]
-        swap = where(rows == k, p, where(rows == p, k, rows))   # [..., n, 1]
+        swap, p = _pivot(a, rows, k)
         a = take_along_dim(a, swap, -2)
         flip = where(p == k, 1.0, -1.0).to(a.dtype)
         sign = flip if sign is None else sign * flip
@@ -82,6 +89,9 @@ def slogdet(A):  # noqa: N803 - torch's name
     logabsdet -inf for a singular one."""
     x = _square("slogdet", A)
     n = x.shape[-1]
+    if n == 0:
+        zero = x.sum((-2, -1))
+        return _SlogdetResult(zero + 1.0, zero)
     u, sign = _eliminate(x, n, full=False)
     d = u.diagonal(0, -2, -1)
     s = sign * d.sign().prod(-1)
@@ -400,10 +410,8 @@ def _lu(op: str, A):  # noqa: N803 - the matrix's name
     order = rows.expand(*x.shape[:-2], m, 1)
     picks = []
     for j in range(k):
-        col = where(rows < j, -1.0, a[..., :, j:j + 1].abs())
-        p = col.argmax(-2, keepdim=True)                                 # [..., 1, 1]
+        swap, p = _pivot(a, rows, j)
         picks.append(p)
-        swap = where(rows == j, p, where(rows == p, j, rows))
         a = take_along_dim(a, swap, -2)
         mult = take_along_dim(mult, swap, -2)
         order = take_along_dim(order, swap, -2)
