@@ -1,12 +1,14 @@
 """More of torch's names as composites: scatters into a slice, a selected index or a diagonal
 (`select_scatter`, `slice_scatter`, `diagonal_scatter`), integer `gcd` and `lcm`, `remainder`,
-`fmin`/`fmax` (NaN-ignoring), `signbit`, `hsplit`/`vsplit`/`dsplit`, `row_stack` and the
-function forms of `narrow`, `narrow_copy` and `clone`. Every backend runs them; the scatters
+`fmin`/`fmax` (NaN-ignoring), `signbit`, `hsplit`/`vsplit`/`dsplit`, `row_stack`, the
+function forms of `narrow`, `narrow_copy` and `clone`, and the statistics `mode`, `gradient`
+and `histogram`. Every backend runs them; the scatters
 are a `where` over a mask made on the host from sizes alone, so autodiff sends each output
 element's gradient to the one tensor it came from.
 """
 from __future__ import annotations
 
+import math
 import numbers
 
 import numpy as np
@@ -16,10 +18,11 @@ from . import shape as sh
 from .creation import tensor as _tensor
 from .dispatch import DispatchTensor, common_device
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
-from .functional import index_select, maximum, minimum, to, where
+from .functional import cat, floating, index_select, maximum, minimum, to, where
 from .layout import movedim
 from .mathops import fmod, isnan, promoted, tensor_arg
 from .moreops import exporter, tensor_split, vstack
+from .moreops2 import searchsorted
 from .tensor import Tensor
 
 __all__: list = []
@@ -257,3 +260,170 @@ def dsplit(input, indices_or_sections) -> tuple:  # noqa: A002 - torch's name
 def row_stack(tensors) -> Tensor:
     """`vstack`."""
     return vstack(tensors)
+
+
+# --------------------------------------------------------------------------- statistics
+class _ValuesIndices(tuple):
+    """(values, indices), also by name as torch's named tuples."""
+
+    def __new__(cls, values, indices):
+        return super().__new__(cls, (values, indices))
+
+    values = property(lambda self: self[0])
+    indices = property(lambda self: self[1])
+
+
+@_export()
+def mode(input, dim: int = -1, keepdim: bool = False):  # noqa: A002 - torch's names
+    """The most frequent value along `dim` (the smallest of those tied) and the index of its
+    last occurrence, as torch. Counts come from comparing every pair along `dim`, so a row of
+    n elements costs n * n comparisons."""
+    x = tensor_arg("mode", input)
+    if x.ndim == 0:
+        return _ValuesIndices(x, x.new_zeros(()).to(dt.int64))
+    d = sh.normalize_dim("mode", dim, x.ndim)
+    if x.shape[d] == 0:
+        raise ShapeError(f"mode: dim {d} of shape {tuple(x.shape)} is empty")
+    m = movedim(x, d, -1)                                        # [..., n]
+    n = m.shape[-1]
+    counts = (m.unsqueeze(-1) == m.unsqueeze(-2)).to(dt.int64).sum(-1)
+    best = counts.amax(-1, keepdim=True)
+    top = _top_value(m.dtype)
+    value = where(counts == best, m, top).amin(-1, keepdim=True)
+    pos = _tensor(np.arange(n), device=x.device)
+    index = where(m == value, pos, -1).amax(-1, keepdim=True)
+    if keepdim:
+        return _ValuesIndices(movedim(value, -1, d), movedim(index, -1, d))
+    return _ValuesIndices(value[..., 0], index[..., 0])
+
+
+def _top_value(d: dt.DType):
+    if d.is_float:
+        return math.inf
+    if d is dt.bool_:
+        return True
+    return int(np.iinfo(d.np).max)
+
+
+@_export(method=False)
+def gradient(input, *, spacing=1, dim=None, edge_order: int = 1) -> tuple:  # noqa: A002
+    """torch.gradient: the derivative estimated by second-order central differences inside
+    and first- or second-order (`edge_order`) one-sided differences at the ends, per dim of
+    `dim` (all when None). `spacing` is one number, one number per dim, or one coordinate
+    tensor per dim (unevenly spaced samples), as numpy.gradient."""
+    x = floating(tensor_arg("gradient", input))
+    dims = list(range(x.ndim)) if dim is None else \
+        [dim] if isinstance(dim, numbers.Integral) else list(dim)
+    dims = [sh.normalize_dim("gradient", d, x.ndim) for d in dims]
+    if edge_order not in (1, 2):
+        raise InvalidArgumentError(f"gradient: edge_order must be 1 or 2, got {edge_order}")
+    if isinstance(spacing, (numbers.Number, DispatchTensor)) and not (
+            isinstance(spacing, DispatchTensor) and spacing.ndim == 1):
+        spacings = [spacing] * len(dims)
+    else:
+        spacings = list(spacing)
+        if len(spacings) != len(dims):
+            raise InvalidArgumentError(f"gradient: {len(spacings)} spacings for "
+                                       f"{len(dims)} dims")
+    return tuple(_gradient_1d(x, d, h, edge_order) for d, h in zip(dims, spacings))
+
+
+def _gradient_1d(x: Tensor, d: int, h, edge_order: int) -> Tensor:
+    n = x.shape[d]
+    if n < edge_order + 1:
+        raise ShapeError(f"gradient: dim {d} has {n} samples; edge_order={edge_order} needs "
+                         f"at least {edge_order + 1}")
+    f = movedim(x, d, -1)
+
+    def at(i, j=None):
+        return f[..., i:j] if j is not None else f[..., i:i + 1]
+
+    if isinstance(h, DispatchTensor) and h.ndim == 1:
+        c = to(tensor_arg("gradient", h), x.dtype)
+        if c.shape[0] != n:
+            raise ShapeError(f"gradient: the coordinates of dim {d} have {c.shape[0]} "
+                             f"entries for {n} samples")
+        dx = c[1:] - c[:-1]                                             # [n - 1]
+        hl, hr = dx[:-1], dx[1:]
+        inner = (hl * hl * at(2, n) - hr * hr * at(0, n - 2) + (hr * hr - hl * hl)
+                 * at(1, n - 1)) / (hl * hr * (hl + hr))
+        if edge_order == 1:
+            first = (at(1) - at(0)) / dx[0:1]
+            last = (at(n - 1) - at(n - 2)) / dx[n - 2:n - 1]
+        else:
+            a, b = dx[0:1], dx[1:2]
+            first = (-(2 * a + b) / (a * (a + b)) * at(0) + (a + b) / (a * b) * at(1)
+                     - a / (b * (a + b)) * at(2))
+            a, b = dx[n - 3:n - 2], dx[n - 2:n - 1]
+            last = (b / (a * (a + b)) * at(n - 3) - (a + b) / (a * b) * at(n - 2)
+                    + (a + 2 * b) / (b * (a + b)) * at(n - 1))
+    else:
+        h = float(h.item()) if isinstance(h, DispatchTensor) else float(h)
+        inner = (at(2, n) - at(0, n - 2)) / (2 * h) if n > 2 else None
+        if edge_order == 1:
+            first = (at(1) - at(0)) / h
+            last = (at(n - 1) - at(n - 2)) / h
+        else:
+            first = (-1.5 * at(0) + 2 * at(1) - 0.5 * at(2)) / h
+            last = (0.5 * at(n - 3) - 2 * at(n - 2) + 1.5 * at(n - 1)) / h
+    parts = [first] + ([inner] if inner is not None and n > 2 else []) + [last]
+    return movedim(cat(parts, -1), -1, d)
+
+
+class _Histogram(tuple):
+    """(hist, bin_edges), also by name as torch's named tuple."""
+
+    def __new__(cls, hist, bin_edges):
+        return super().__new__(cls, (hist, bin_edges))
+
+    hist = property(lambda self: self[0])
+    bin_edges = property(lambda self: self[1])
+
+
+@_export()
+def histogram(input, bins=100, *, range=None, weight=None,  # noqa: A002 - torch's names
+              density: bool = False):
+    """torch.histogram: counts (or summed `weight`s) of the elements in each bin, and the
+    bins' edges. `bins` is a count of equal bins over `range` (the data's min and max when
+    None, widened by 0.5 each way when they are equal) or a 1-D tensor of increasing edges.
+    The last bin includes its right edge; elements outside are left out. Lazy: the range
+    comes from reductions, not from reading the values."""
+    x = tensor_arg("histogram", input)
+    if not x.dtype.is_float:
+        raise DTypeError(f"histogram: expected a floating-point input, got {x.dtype.name}")
+    flat = x.reshape(-1)
+    if isinstance(bins, DispatchTensor):
+        edges = to(tensor_arg("histogram", bins), x.dtype)
+        if edges.ndim != 1 or edges.shape[0] < 2:
+            raise ShapeError(f"histogram: bins must be a 1-D tensor of at least 2 edges, got "
+                             f"shape {tuple(edges.shape)}")
+        nb = edges.shape[0] - 1
+    else:
+        nb = int(bins)
+        if nb <= 0:
+            raise InvalidArgumentError(f"histogram: bins must be positive, got {bins}")
+        if range is not None:
+            lo, hi = float(range[0]), float(range[1])
+            if not lo <= hi:
+                raise InvalidArgumentError(f"histogram: range {tuple(range)} has min > max")
+            lo = _tensor(np.asarray(lo, x.dtype.np), device=x.device)
+            hi = _tensor(np.asarray(hi, x.dtype.np), device=x.device)
+        else:
+            lo, hi = flat.amin(), flat.amax()
+        same = lo == hi
+        lo, hi = where(same, lo - 0.5, lo), where(same, hi + 0.5, hi)
+        # torch's linspace: from the start for the first half, from the end for the rest
+        i = _tensor(np.arange(nb + 1), device=x.device).to(x.dtype)
+        step = (hi - lo) / nb
+        edges = where(i < (nb + 1) // 2, lo + i * step, hi - (nb - i) * step)
+    ids = searchsorted(edges, flat, right=True) - 1
+    ids = where(flat == edges[nb:], nb - 1, ids)                 # the last edge's own bin
+    inside = (ids >= 0) & (ids < nb) & (flat >= edges[:1]) & (flat <= edges[nb:])
+    w = flat.new_ones(tuple(flat.shape)) if weight is None else \
+        to(tensor_arg("histogram", weight), x.dtype).reshape(-1)
+    if tuple(w.shape) != tuple(flat.shape):
+        raise ShapeError(f"histogram: weight has {w.shape[0]} elements for {flat.shape[0]}")
+    hist = x.new_zeros((nb,)).index_add(0, where(inside, ids, 0), where(inside, w, 0.0))
+    if density:
+        hist = hist / (hist.sum() * (edges[1:] - edges[:-1]))
+    return _Histogram(hist, edges)

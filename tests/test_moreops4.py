@@ -186,3 +186,85 @@ def test_matches_torch():
                                   torch.lcm(torch.tensor(a[:4]), torch.tensor(b[:4])).numpy())
     np.testing.assert_array_equal(lazyt.remainder(-5, lazyt.tensor(a[2:])).numpy(),
                                   torch.remainder(-5, torch.tensor(a[2:])).numpy())
+
+
+@pytest.mark.parametrize("dim,keepdim", [(-1, False), (0, True), (1, False)])
+def test_mode(device, dim, keepdim):
+    a = np.random.default_rng(0).integers(0, 4, (3, 5, 6)).astype(np.float32)
+    v, i = lazyt.mode(T(a, device), dim, keepdim)
+    moved = np.moveaxis(a, dim, -1)
+    # numpy reference: the smallest most frequent value, the index of its last occurrence
+    flat = moved.reshape(-1, moved.shape[-1])
+    wv, wi = [], []
+    for row in flat:
+        vals, counts = np.unique(row, return_counts=True)
+        best = vals[counts == counts.max()].min()
+        wv.append(best)
+        wi.append(np.nonzero(row == best)[0].max())
+    wv = np.array(wv, np.float32).reshape(moved.shape[:-1])
+    wi = np.array(wi).reshape(moved.shape[:-1])
+    if keepdim:
+        wv, wi = np.expand_dims(wv, dim), np.expand_dims(wi, dim)
+    np.testing.assert_array_equal(v.numpy(), wv)
+    np.testing.assert_array_equal(i.numpy(), wi)
+    assert T(a, device).mode(dim).indices.dtype is lazyt.int64
+
+
+@pytest.mark.parametrize("edge_order", [1, 2])
+def test_gradient(device, edge_order):
+    a = np.random.default_rng(1).standard_normal((4, 5)).astype(np.float32)
+    for kw, npargs in (({}, ()), ({"spacing": 2.0}, (2.0,)), ({"spacing": [0.5, 3.0]}, (0.5, 3.0))):
+        got = lazyt.gradient(T(a, device), edge_order=edge_order, **kw)
+        want = np.gradient(a, *npargs, edge_order=edge_order)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w, rtol=1e-5, atol=1e-5)
+    c = np.cumsum(np.random.default_rng(2).random(5)).astype(np.float32)
+    got = lazyt.gradient(T(a, device), spacing=[T(c, device)], dim=1, edge_order=edge_order)
+    np.testing.assert_allclose(got[0].numpy(), np.gradient(a, c, axis=1, edge_order=edge_order),
+                               rtol=1e-4, atol=1e-4)
+    with pytest.raises(ShapeError, match="gradient: dim 0 has 2 samples"):
+        lazyt.gradient(T(a[:2], device), edge_order=2)
+
+
+def test_histogram(device):
+    x = np.random.default_rng(3).standard_normal(500).astype(np.float32)
+    h, e = lazyt.histogram(T(x, device), 7)
+    wh, we = np.histogram(x, 7)
+    np.testing.assert_array_equal(h.numpy(), wh)
+    np.testing.assert_allclose(e.numpy(), we, rtol=1e-6, atol=1e-6)
+    w = np.abs(x)
+    h, e = lazyt.histogram(T(x, device), 4, range=(-1.0, 2.0), weight=T(w, device),
+                           density=True)
+    wh, we = np.histogram(x, 4, range=(-1.0, 2.0), weights=w, density=True)
+    np.testing.assert_allclose(h.numpy(), wh, rtol=1e-5)
+    edges = np.array([-3.0, -0.5, 0.0, 0.7, 4.0], np.float32)
+    h, _ = lazyt.histogram(T(x, device), T(edges, device))
+    np.testing.assert_array_equal(h.numpy(), np.histogram(x, edges)[0])
+    h, e = lazyt.histogram(T(np.full(3, 2.0, np.float32), device), 2)
+    np.testing.assert_array_equal(e.numpy(), [1.5, 2.0, 2.5])
+    np.testing.assert_array_equal(h.numpy(), [0, 3])
+    with pytest.raises(DTypeError, match="histogram: expected a floating-point input"):
+        lazyt.histogram(T(np.arange(3), device), 2)
+
+
+def test_mode_gradient_histogram_match_torch():
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(4).integers(0, 5, (4, 9))
+    v, i = lazyt.mode(lazyt.tensor(a), 1)
+    tv, ti = torch.mode(torch.tensor(a), 1)
+    np.testing.assert_array_equal(v.numpy(), tv.numpy())
+    np.testing.assert_array_equal(i.numpy(), ti.numpy())
+    f = np.random.default_rng(5).standard_normal((3, 6))
+    c = np.cumsum(np.random.default_rng(6).random(6))
+    for eo in (1, 2):
+        got = lazyt.gradient(lazyt.tensor(f), spacing=[lazyt.tensor(np.arange(3.0)),
+                                                       lazyt.tensor(c)], edge_order=eo)
+        want = torch.gradient(torch.tensor(f), spacing=[torch.tensor(np.arange(3.0)),
+                                                        torch.tensor(c)], edge_order=eo)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10, atol=1e-12)
+    x = np.random.default_rng(7).standard_normal(300)
+    h, e = lazyt.histogram(lazyt.tensor(x), 6, weight=lazyt.tensor(np.abs(x)))
+    th, te = torch.histogram(torch.tensor(x), 6, weight=torch.tensor(np.abs(x)))
+    np.testing.assert_allclose(h.numpy(), th.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(e.numpy(), te.numpy(), rtol=1e-12, atol=1e-12)
