@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections import namedtuple
 
 from . import dtype as dt
 from .creation import arange
@@ -32,16 +33,25 @@ from .tensor import Tensor
 __all__: list = []
 _export = exporter(globals(), __all__)
 
+# results by position and by torch's field names
+_SlogdetResult = namedtuple("slogdet", "sign logabsdet")
+_QRResult = namedtuple("qr", "Q R")
+_LUResult = namedtuple("lu", "P L U")
+_LUFactorResult = namedtuple("lu_factor", "LU pivots")
+
+
+def _matrices(op: str, a, square: bool = False) -> Tensor:
+    """`a` as a floating batch of matrices (float16 computed in float32)."""
+    x = tensor_arg(op, a)
+    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
+        kind = "square matrices [..., n, n]" if square else "matrices [..., m, n]"
+        raise ShapeError(f"{op}: expected a batch of {kind}, got shape {tuple(x.shape)}")
+    x = floating(x)
+    return x.to(dt.float32) if x.dtype is dt.float16 else x
+
 
 def _square(op: str, a) -> Tensor:
-    x = tensor_arg(op, a)
-    if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
-        raise ShapeError(f"{op}: expected a batch of square matrices [..., n, n], got shape "
-                         f"{tuple(x.shape)}")
-    x = floating(x)
-    if x.dtype is dt.float16:
-        x = x.to(dt.float32)
-    return x
+    return _matrices(op, a, square=True)
 
 
 def _pivot(a: Tensor, rows: Tensor, j: int) -> tuple:
@@ -96,21 +106,6 @@ def slogdet(A):  # noqa: N803 - torch's name
     d = u.diagonal(0, -2, -1)
     s = sign * d.sign().prod(-1)
     return _SlogdetResult(s, d.abs().log().sum(-1))
-
-
-class _SlogdetResult(tuple):
-    """(sign, logabsdet), also by name as torch's named tuple."""
-
-    def __new__(cls, sign, logabsdet):
-        return super().__new__(cls, (sign, logabsdet))
-
-    @property
-    def sign(self):
-        return self[0]
-
-    @property
-    def logabsdet(self):
-        return self[1]
 
 
 @_export(method=False)
@@ -330,21 +325,6 @@ def matmul(input, other) -> Tensor:  # noqa: A002 - torch's names
     return _matmul(input, other)
 
 
-class _QRResult(tuple):
-    """(Q, R), also by name as torch's named tuple."""
-
-    def __new__(cls, q, r):
-        return super().__new__(cls, (q, r))
-
-    @property
-    def Q(self):  # noqa: N802 - torch's name
-        return self[0]
-
-    @property
-    def R(self):  # noqa: N802 - torch's name
-        return self[1]
-
-
 @_export(method=False)
 def qr(A, mode: str = "reduced"):  # noqa: N803 - torch's name
     """Q, R with A = Q @ R for each matrix of `A` [..., m, n]: Householder reflections as
@@ -355,13 +335,7 @@ def qr(A, mode: str = "reduced"):  # noqa: N803 - torch's name
     if mode not in ("reduced", "complete", "r"):
         raise InvalidArgumentError(f"qr: mode must be 'reduced', 'complete' or 'r', got "
                                    f"{mode!r}")
-    x = tensor_arg("qr", A)
-    if x.ndim < 2:
-        raise ShapeError(f"qr: expected a batch of matrices [..., m, n], got shape "
-                         f"{tuple(x.shape)}")
-    x = floating(x)
-    if x.dtype is dt.float16:
-        x = x.to(dt.float32)
+    x = _matrices("qr", A)
     m, n = x.shape[-2], x.shape[-1]
     k = min(m, n)
     rows = arange(m, device=x.device).reshape(m, 1)
@@ -394,13 +368,7 @@ def _lu(op: str, A):  # noqa: N803 - the matrix's name
     """Partial-pivoting LU of each matrix of `A` [..., m, n] as LAPACK's getrf pivots (the
     first largest magnitude): (L's multipliers [..., m, k], U's rows [..., m, n], the row order
     [..., m, 1], the pivot row of each step [..., 1, k]), k = min(m, n)."""
-    x = tensor_arg(op, A)
-    if x.ndim < 2:
-        raise ShapeError(f"{op}: expected a batch of matrices [..., m, n], got shape "
-                         f"{tuple(x.shape)}")
-    x = floating(x)
-    if x.dtype is dt.float16:
-        x = x.to(dt.float32)
+    x = _matrices(op, A)
     m, n = x.shape[-2], x.shape[-1]
     k = min(m, n)
     rows = arange(m, device=x.device).reshape(m, 1)
@@ -422,17 +390,6 @@ def _lu(op: str, A):  # noqa: N803 - the matrix's name
     return x, mult, a, order, cat(picks, -1) if picks else None, k
 
 
-class _LUResult(tuple):
-    """(P, L, U), also by name as torch's named tuple."""
-
-    def __new__(cls, p, l, u):  # noqa: E741 - torch's names
-        return super().__new__(cls, (p, l, u))
-
-    P = property(lambda self: self[0])
-    L = property(lambda self: self[1])
-    U = property(lambda self: self[2])
-
-
 @_export(method=False)
 def lu(A, *, pivot: bool = True):  # noqa: N803 - torch's name
     """P, L, U with A = P @ L @ U for each matrix of `A` [..., m, n]: L unit lower triangular
@@ -450,16 +407,6 @@ def lu(A, *, pivot: bool = True):  # noqa: N803 - torch's name
                a[..., :k, :], 0.0)
     perm = (rows == order.transpose(-2, -1)).to(x.dtype)            # P[r, i] = (r == order[i])
     return _LUResult(perm, low, up)
-
-
-class _LUFactorResult(tuple):
-    """(LU, pivots), also by name as torch's named tuple."""
-
-    def __new__(cls, lu_, pivots):
-        return super().__new__(cls, (lu_, pivots))
-
-    LU = property(lambda self: self[0])
-    pivots = property(lambda self: self[1])
 
 
 @_export(method=False)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections import namedtuple
 
 import numpy as np
 
@@ -27,6 +28,10 @@ from .tensor import Tensor
 
 __all__: list = []
 _export = exporter(globals(), __all__)
+
+# results by position and by torch's field names
+_ValuesIndices = namedtuple("mode", "values indices")
+_Histogram = namedtuple("histogram", "hist bin_edges")
 
 
 def _host(values, like: Tensor, dtype=np.int64) -> Tensor:
@@ -263,16 +268,6 @@ def row_stack(tensors) -> Tensor:
 
 
 # --------------------------------------------------------------------------- statistics
-class _ValuesIndices(tuple):
-    """(values, indices), also by name as torch's named tuples."""
-
-    def __new__(cls, values, indices):
-        return super().__new__(cls, (values, indices))
-
-    values = property(lambda self: self[0])
-    indices = property(lambda self: self[1])
-
-
 @_export()
 def mode(input, dim: int = -1, keepdim: bool = False):  # noqa: A002 - torch's names
     """The most frequent value along `dim` (the smallest of those tied) and the index of its
@@ -368,16 +363,6 @@ def _gradient_1d(x: Tensor, d: int, h, edge_order: int) -> Tensor:
             last = (0.5 * at(n - 3) - 2 * at(n - 2) + 1.5 * at(n - 1)) / h
     parts = [first] + ([inner] if inner is not None and n > 2 else []) + [last]
     return movedim(cat(parts, -1), -1, d)
-
-
-class _Histogram(tuple):
-    """(hist, bin_edges), also by name as torch's named tuple."""
-
-    def __new__(cls, hist, bin_edges):
-        return super().__new__(cls, (hist, bin_edges))
-
-    hist = property(lambda self: self[0])
-    bin_edges = property(lambda self: self[1])
 
 
 @_export()
