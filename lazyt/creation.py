@@ -30,7 +30,8 @@ def _creates(fn):
 def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """A tensor holding a copy of `data` (nested lists, scalars, numpy arrays or tensors).
 
-    Python floats become float32, ints int64, bools bool; numpy arrays keep their dtype."""
+    Python floats become float32, ints int64, bools bool; numpy arrays and scalars keep their
+    dtype (also inside a list: `[np.float64(2.5), 1.0]` is float64, as torch)."""
     dev = resolve(device)
     if isinstance(data, DispatchTensor):
         arr = host_array(Dispatch.to_numpy(data), data.dtype if dtype is None else dtype)
@@ -78,6 +79,17 @@ def _dtype_or(dtype, default: DType) -> DType:
     return default if dtype is None else dt.as_dtype(dtype)
 
 
+def _number(op: str, name: str, v):
+    """A 0-d tensor argument as the Python number it holds (torch takes one wherever it takes
+    a number); anything else unchanged. Creation reads its arguments eagerly anyway."""
+    if isinstance(v, DispatchTensor):
+        if v.ndim != 0:
+            raise DTypeError(f"{op}: {name} must be a number or a 0-d tensor, got a tensor of "
+                             f"shape {tuple(v.shape)}")
+        return v.item()
+    return v
+
+
 #: More elements than any device's memory holds: refused before anything is allocated.
 MAX_NUMEL = 2 ** 48
 
@@ -98,6 +110,7 @@ def _check_shape(op: str, shape: tuple) -> tuple:
 def full(shape, fill_value, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     shape = _check_shape("full", _shape_args((shape,)) if not isinstance(shape, int)
                          else (shape,))
+    fill_value = _number("full", "fill_value", fill_value)
     if dtype is None:
         kind = dt.scalar_kind(fill_value)
         dtype = {"bool": dt.bool_, "int": dt.DEFAULT_INT, "float": dt.DEFAULT_FLOAT}[kind]
@@ -132,9 +145,12 @@ def empty(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tenso
 @_creates
 def arange(start, stop=None, step=1, dtype=None, device=None,
            requires_grad: bool = False) -> Tensor:
-    """Values from `start` to `stop` (exclusive) by `step`; int64 unless an argument is a float."""
+    """Values from `start` to `stop` (exclusive) by `step`; int64 unless an argument is a float.
+    Each argument is a number or a 0-d tensor (read as the number it holds, as torch)."""
     if stop is None:
         start, stop = 0, start
+    start, stop, step = (_number("arange", name, v) for name, v in
+                         (("start", start), ("end", stop), ("step", step)))
     if step == 0:
         raise InvalidArgumentError("arange: step must be nonzero")
     if not all(np.isfinite(v) for v in (start, stop, step)):
@@ -149,6 +165,7 @@ def arange(start, stop=None, step=1, dtype=None, device=None,
 @_creates
 def eye(n: int, m: int | None = None, dtype=None, device=None,
         requires_grad: bool = False) -> Tensor:
+    n, m = _number("eye", "n", n), _number("eye", "m", m)
     if n < 0 or (m is not None and m < 0):
         raise ShapeError(f"eye: sizes must be non-negative, got n={n}, m={m}")
     arr = np.eye(n, m, dtype=_dtype_or(dtype, dt.DEFAULT_FLOAT).np)
@@ -205,6 +222,9 @@ def randn(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tenso
 @_creates
 def randint(low: int, high: int | None = None, size=(), dtype=None, device=None,
             requires_grad: bool = False) -> Tensor:
+    if isinstance(high, (tuple, list)) and size == ():       # torch's randint(high, size)
+        low, high, size = 0, low, high
+    low, high = _number("randint", "low", low), _number("randint", "high", high)
     if high is None:
         low, high = 0, low
     if high <= low:

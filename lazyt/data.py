@@ -2,6 +2,7 @@
 op taking a list or a number upload), and the process's random generator."""
 from __future__ import annotations
 
+import itertools
 import operator
 import reprlib
 
@@ -20,7 +21,8 @@ _WIDEN = {np.dtype(np.uint16): dt.int32, np.dtype(np.uint32): dt.int64}
 def host_array(data, dtype: DType | None = None) -> np.ndarray:
     """`data` (nested sequences, scalars, numpy arrays, or a tensor's `numpy()`) as a new
     C-contiguous host array in a lazyt dtype (copied: never aliases the caller's memory).
-    Python floats become float32, ints int64, bools bool; numpy arrays keep their dtype."""
+    Python floats become float32, ints int64, bools bool; numpy arrays keep their dtype, and
+    numpy scalars (or arrays) in a list keep theirs, promoted with the other items, as torch."""
     from_python = not isinstance(data, (np.ndarray, np.generic))
     try:
         arr = np.array(data)
@@ -30,7 +32,12 @@ def host_array(data, dtype: DType | None = None) -> np.ndarray:
         raise DTypeError(f"tensor: cannot build a tensor from {type(data).__name__} data "
                          "holding non-numeric items")
     kind = arr.dtype.kind
-    if kind == "f" and from_python:
+    # numpy's inference agrees with torch's for integers and bools, not for floats
+    listed = isinstance(data, (list, tuple)) and kind == "f"
+    mixed = _numpy_items_dtype(data) if listed else None
+    if mixed is not None:
+        inferred = mixed
+    elif kind == "f" and from_python:
         inferred = dt.DEFAULT_FLOAT
     elif kind in "biuf" and arr.dtype in _WIDEN:
         inferred = _WIDEN[arr.dtype]
@@ -45,6 +52,42 @@ def host_array(data, dtype: DType | None = None) -> np.ndarray:
     elif arr.base is not None or not arr.flags.owndata or arr is data:
         arr = arr.copy()
     return arr if arr.flags.c_contiguous else arr.copy(order="C")
+
+
+def _numpy_items_dtype(data) -> DType | None:
+    """torch's dtype for a nested sequence holding numpy scalars or arrays: each item's own
+    dtype (a Python float the default float, an int int64, a bool bool; a numpy value its
+    dtype), promoted together. None when no item is a numpy value."""
+    kinds: set = set()
+    dtypes: list = []
+    level = data
+    while True:                          # one nesting level at a time, its types found in C
+        types = set(map(type, level))
+        if np.ndarray in types:
+            dtypes.extend({v.dtype for v in level if isinstance(v, np.ndarray)})
+        kinds.update(types - {list, tuple, np.ndarray})
+        if not types & {list, tuple}:
+            break
+        level = list(itertools.chain.from_iterable(
+            v for v in level if isinstance(v, (list, tuple))))
+    if not dtypes and not any(issubclass(k, np.generic) for k in kinds):
+        return None
+    for k in kinds:
+        if issubclass(k, np.generic):
+            dtypes.append(np.dtype(k))
+        elif issubclass(k, bool):
+            dtypes.append(dt.bool_)
+        elif issubclass(k, int):
+            dtypes.append(dt.DEFAULT_INT)
+        elif issubclass(k, float):
+            dtypes.append(dt.DEFAULT_FLOAT)
+        else:                   # anything else (a tensor): numpy's inference, as before
+            return None
+    out = None
+    for d in dtypes:
+        d = d if isinstance(d, DType) else _WIDEN.get(d) or dt.from_numpy(d)
+        out = d if out is None else dt.promote(out, d)
+    return out
 
 
 # ---------------------------------------------------------------------- random numbers

@@ -79,6 +79,8 @@ def _eliminate(a: Tensor, n: int, full: bool):
         chosen = (rows != k) if full else (rows > k)
         f = where(chosen, a[..., :, k:k + 1] / safe, 0.0)       # [..., n, 1]
         a = a - f * pivot_row
+    if sign is None:                                            # 0x0 matrices: nothing to do
+        return a, a.new_ones(tuple(a.shape[:-2]))
     return a, sign[..., 0, 0]
 
 
@@ -147,7 +149,7 @@ def _broadcast(s1, s2, op: str) -> tuple:
         b = s2[len(s2) - 1 - i] if i < len(s2) else 1
         if a != b and 1 not in (a, b):
             raise ShapeError(f"{op}: batch shapes {tuple(s1)} and {tuple(s2)} do not broadcast")
-        out.append(max(a, b))
+        out.append(b if a == 1 else a)                          # 1 with 0 is 0
     return tuple(reversed(out))
 
 
@@ -196,7 +198,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: N
     x = floating(x) if dtype is None else x.to(dtype)
     sum_dim, pick_dim = (r, c) if abs(ord) == 1 else (c, r)
     s = x.abs().sum(sum_dim, keepdim=True)
-    out = s.amax(pick_dim, keepdim=True) if ord > 0 else s.amin(pick_dim, keepdim=True)
+    if ord > 0 and s.shape[pick_dim] == 0:                     # torch: no columns (rows) is 0
+        out = s.sum(pick_dim, keepdim=True)
+    else:
+        out = s.amax(pick_dim, keepdim=True) if ord > 0 else s.amin(pick_dim, keepdim=True)
     if not keepdim:
         out = out.squeeze(max(r, c)).squeeze(min(r, c))
     return out
@@ -421,5 +426,8 @@ def lu_factor(A, *, pivot: bool = True):  # noqa: N803 - torch's name
     cols = arange(n, device=x.device)
     lower = mult if k == n else cat([mult, a.new_zeros((*a.shape[:-2], m, n - k))], -1)
     packed = where(cols >= rows, a, lower)
-    pivots = (picks[..., 0, :] + 1).to(dt.int32)
+    if picks is None:                                           # k = 0: no steps, no pivots
+        pivots = x.new_zeros((*x.shape[:-2], 0)).to(dt.int32)
+    else:
+        pivots = (picks[..., 0, :] + 1).to(dt.int32)
     return _LUFactorResult(packed, pivots)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+from collections import namedtuple
 
 import numpy as np
 
@@ -29,6 +30,9 @@ from .tensor import Tensor
 
 __all__: list = []
 _export = exporter(globals(), __all__)
+
+# frexp's result by position and by torch's field names
+_Frexp = namedtuple("frexp", "mantissa exponent")
 
 
 def _scalar(v) -> bool:
@@ -603,18 +607,3 @@ def frexp(input):  # noqa: A002 - torch's name
     mant = where(finite, m * w.sign(), w)
     expo = to(where(finite, e, 0.0), dt.int32)
     return _Frexp(to(mant, x.dtype), expo)
-
-
-class _Frexp(tuple):
-    """frexp's result: `(mantissa, exponent)`, also by name."""
-
-    def __new__(cls, mantissa, exponent):
-        return super().__new__(cls, (mantissa, exponent))
-
-    @property
-    def mantissa(self):
-        return self[0]
-
-    @property
-    def exponent(self):
-        return self[1]

@@ -7,14 +7,20 @@ everything else stays lazy.
 from __future__ import annotations
 
 import math
+import warnings
 
 from .. import capture_state as _capture
 from .. import creation
 from .. import dtype as dt
 from .. import promotion as _promote
+from .. import shape as _shape
 from ..errors import (DTypeError, IndexOutOfRangeError, InvalidArgumentError, LazytError,
                       ShapeError)
-from ..functional import gelu, log_softmax, relu, silu, softmax, where
+from ..functional import gelu, where
+from ..functional import log_softmax as _log_softmax
+from ..functional import relu as _relu
+from ..functional import silu as _silu
+from ..functional import softmax as _softmax
 from ..tensor import Tensor
 from .conv import float_input as _float_tensor
 
@@ -137,7 +143,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
                                    f"{label_smoothing!r}")
     input, target, unbatched = _batched(fn, _float_tensor(fn, "input", input), target)
     n_classes = input.shape[1]
-    logp = log_softmax(input, dim=1)
+    logp = _log_softmax(input, dim=1)
     if isinstance(target, Tensor) and target.dtype.is_float:
         return _cross_entropy_probs(fn, logp, target, weight, reduction, label_smoothing,
                                     unbatched)
@@ -262,10 +268,21 @@ def _as_target(fn: str, target, like: Tensor) -> Tensor:
 
 
 def _difference(fn: str, input, target, reduction: str) -> Tensor:
+    """input - target; shapes that differ broadcast, with torch's warning (stacklevel: the
+    loss function's caller)."""
     _check_reduction(fn, reduction)
     _float_tensor(fn, "input", input)
     target = _as_target(fn, target, input)
-    _same_shape(fn, input, target)
+    if input.shape != target.shape:
+        warnings.warn(f"Using a target size {tuple(target.shape)} that is different to the "
+                      f"input size {tuple(input.shape)}. This will likely lead to incorrect "
+                      "results due to broadcasting. Please ensure they have the same size.",
+                      stacklevel=3)
+        try:
+            _shape.broadcast(fn, tuple(input.shape), tuple(target.shape))
+        except ShapeError:
+            raise ShapeError(f"{fn}: target shape {target.shape} does not broadcast with "
+                             f"input shape {input.shape}") from None
     return input - target
 
 
@@ -424,17 +441,57 @@ def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
     return -_softplus(-x)
 
 
+def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """`max(x, 0)`."""
+    _no_inplace("relu", inplace)
+    return _relu(input)
+
+
+def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """`x * sigmoid(x)`."""
+    _no_inplace("silu", inplace)
+    return _silu(input)
+
+
+def _softmax_dim(fn: str, x: Tensor, dim, stacklevel: int) -> int:
+    """`dim`, or for None torch's legacy choice (0 for 0-, 1- and 3-D inputs, else 1) with its
+    deprecation warning, at torch's `_stacklevel` (3: the softmax function's caller)."""
+    if dim is not None:
+        return dim
+    warnings.warn(f"Implicit dimension choice for {fn} has been deprecated. Change the call "
+                  "to include dim=X as an argument.", stacklevel=stacklevel)
+    return 0 if x.ndim in (0, 1, 3) else 1
+
+
+def _softmax_input(fn: str, input, dtype) -> Tensor:  # noqa: A002 - torch's name
+    if not isinstance(input, Tensor):
+        raise DTypeError(f"{fn}: input must be a lazyt.Tensor, got {type(input).__name__}")
+    return input if dtype is None else input.to(dtype=dtype)
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
+            dtype=None) -> Tensor:
+    """`exp(x) / sum(exp(x))` along `dim`; `dtype` casts the input first. dim None: torch's
+    deprecated implicit choice, with its warning."""
+    x = _softmax_input("softmax", input, dtype)
+    return _softmax(x, _softmax_dim("softmax", x, dim, _stacklevel))
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
+                dtype=None) -> Tensor:
+    """`log(softmax(x, dim))`, computed stably; `dtype` and dim None as `softmax`."""
+    x = _softmax_input("log_softmax", input, dtype)
+    return _log_softmax(x, _softmax_dim("log_softmax", x, dim, _stacklevel))
+
+
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
             dtype=None) -> Tensor:
-    """`softmax(-x, dim)`; `dtype` casts the input first. dim is required (torch's implicit
-    choice for dim=None is deprecated there)."""
+    """`softmax(-x, dim)`; `dtype` casts the input first; dim None as `softmax`."""
     x = _activation_input("softmin", input)
-    if dim is None:
-        raise InvalidArgumentError(f"softmin: pass dim explicitly (input of shape {x.shape}); "
-                                   "torch's implicit dim choice is deprecated")
+    dim = _softmax_dim("softmin", x, dim, _stacklevel)
     if dtype is not None:
         x = x.to(dtype=dtype)
-    return softmax(-x, dim=dim)
+    return _softmax(-x, dim=dim)
 
 
 def quick_gelu(input: Tensor) -> Tensor:  # noqa: A002
@@ -865,7 +922,7 @@ def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False,
     u = creation.rand(*x.shape, dtype=x.dtype, device=x.device)
     # -log(Exp(1)) with Exp(1) = -log(1 - u): 1 - u lies in (0, 1], so no log(0)
     g = -(-(1.0 - u).log()).clamp(min=float(dt.finfo(x.dtype).tiny)).log()
-    y = softmax((x + g) / tau, dim)
+    y = _softmax((x + g) / tau, dim)
     if not hard:
         return y
     d = dim % x.ndim if x.ndim else 0
