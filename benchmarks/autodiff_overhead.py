@@ -34,7 +34,7 @@ def _workloads(shape):
     return {
         "elementwise": lambda a, b, w: ((a + b) * 0.5 - a.exp()).relu(),
         "unary_chain": lambda a, b, w: a.sin().tanh().sigmoid().neg(),
-        "reduce": lambda a, b, w: a.sum(1) + b.max(1),
+        "reduce": lambda a, b, w: a.sum(1) + b.amax(1),
         "matmul": lambda a, b, w: a @ w,
         "movement": lambda a, b, w: a.T.reshape(-1)[::2],
         "softmax": lambda a, b, w: a.softmax(-1),

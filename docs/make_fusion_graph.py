@@ -15,7 +15,7 @@ def forward(x, w1, b1, w2, b2):
     reductions (so the tail fuses around them)."""
     h = (x @ w1 + b1).relu()
     logits = h @ w2 + b2
-    e = (logits - logits.max(dim=-1, keepdim=True)).exp()
+    e = (logits - logits.amax(dim=-1, keepdim=True)).exp()
     return e / e.sum(dim=-1, keepdim=True)
 
 

@@ -13,7 +13,7 @@ import builtins
 import inspect
 import math
 import operator
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -161,6 +161,11 @@ def binary(op: BinaryOp, a, b) -> DT:
         pass  # the common case: a float tensor with a Python number keeps its dtype
     else:
         if isinstance(s, (np.ndarray, list, tuple)):
+            if isinstance(s, tuple) and hasattr(s, "_fields"):
+                raise InvalidArgumentError(
+                    f"{op.value}: got a {type(s).__name__}{tuple(s._fields)!r} result as an "
+                    f"operand, not a tensor (max and min along a dim give (values, indices): "
+                    f"take .values, or use amax/amin)")
             s = as_tensor(s, t)
             return binary(op, t, s) if t_first else binary(op, s, t)
         if isinstance(s, np.generic):
@@ -203,12 +208,18 @@ def _binary_fn(name: str, op: BinaryOp, doc: str, frontend=None):
     """The function form `lazyt.<name>(a, b)` and the method `x.<name>(o)` (through
     `frontend`, `binary` by default)."""
     run = binary if frontend is None else frontend
+    if op in (_B.ADD, _B.SUB):   # torch's `alpha=`: a + alpha * b
+        def fn(a, b, *, alpha=1):
+            return run(op, a, scaled(name, b, alpha, a if isinstance(a, DT) else b))
 
-    def fn(a, b):
-        return run(op, a, b)
+        def meth(self, o, *, alpha=1):
+            return run(op, self, scaled(name, o, alpha, self))
+    else:
+        def fn(a, b):
+            return run(op, a, b)
 
-    def meth(self, o):
-        return run(op, self, o)
+        def meth(self, o):
+            return run(op, self, o)
     for f in (fn, meth):
         f.__name__ = f.__qualname__ = name
         f.__doc__ = doc
@@ -217,8 +228,24 @@ def _binary_fn(name: str, op: BinaryOp, doc: str, frontend=None):
     return fn
 
 
-add = _binary_fn("add", _B.ADD, "`a + b` with broadcasting and promotion.")
-sub = _binary_fn("sub", _B.SUB, "`a - b`.")
+def scaled(name: str, b, alpha, like: DT):
+    """`alpha * b` for add/sub's `alpha=` (b itself when alpha is 1); a Python number stays a
+    number (a weak scalar in promotion), a list or array becomes a tensor like `like`."""
+    if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, (int, float, np.number)):
+        raise InvalidArgumentError(f"{name}: alpha must be a number, got {alpha!r}")
+    if alpha == 1:
+        return b
+    if isinstance(b, (int, float, bool, np.number)):
+        return b * alpha
+    b = as_tensor(b, like)
+    if not b.dtype.is_float and not float(alpha).is_integer():
+        raise DTypeError(f"{name}: a float alpha={alpha!r} for an integer {b.dtype.name} "
+                         "tensor (torch refuses it too)")
+    return binary(_B.MUL, b, alpha)
+
+
+add = _binary_fn("add", _B.ADD, "`a + alpha * b` with broadcasting and promotion.")
+sub = _binary_fn("sub", _B.SUB, "`a - alpha * b`.")
 mul = _binary_fn("mul", _B.MUL, "`a * b`.")
 div = _binary_fn("div", _B.DIV, "`a / b` (true division: integers give float32).")
 pow = _binary_fn("pow", _B.POW, "`a ** b`.")  # noqa: A001 - torch's name
@@ -278,7 +305,16 @@ sin = _unary_fn("sin", UnaryOp.SIN, "Sine.")
 cos = _unary_fn("cos", UnaryOp.COS, "Cosine.")
 erf = _unary_fn("erf", UnaryOp.ERF, "The error function.")
 reciprocal = _unary_fn("reciprocal", UnaryOp.RECIPROCAL, "`1 / x`.")
-sign = _unary_fn("sign", UnaryOp.SIGN, "-1, 0 or 1 (nan stays nan).")
+_sign = _unary_fn("sign", UnaryOp.SIGN, "-1, 0 or 1.")
+
+
+@method()
+def sign(x: DT) -> DT:
+    """-1, 0 or 1; NaN gives 0, as torch's (numpy's `np.sign` keeps NaN)."""
+    if x.dtype is dt.bool_:
+        return x
+    s = unary(UnaryOp.SIGN, x)
+    return where(binary(_B.NE, x, x), 0, s) if x.dtype.is_float else s
 floor = _unary_fn("floor", UnaryOp.FLOOR, "Round down (integers unchanged).", True)
 ceil = _unary_fn("ceil", UnaryOp.CEIL, "Round up (integers unchanged).", True)
 relu = _unary_fn("relu", UnaryOp.RELU, "`max(x, 0)` (nan stays nan).")
@@ -292,27 +328,52 @@ def logical_not(x: DT) -> DT:
 
 @method()
 def square(x: DT) -> DT:
+    """`x * x`; bool counts as int64, as torch's."""
+    if x.dtype is dt.bool_:
+        x = Dispatch.cast(x, dt.int64)
     return binary(_B.MUL, x, x)
 
 
 @method("clip")
 def clamp(x: DT, min=None, max=None) -> DT:  # noqa: A002 - torch's names
     """Limit values to [min, max]. At a bound the gradient flows to x (as in torch), which
-    maximum/minimum, splitting ties, would not do; NaN stays NaN."""
+    maximum/minimum, splitting ties, would not do; NaN stays NaN, and a NaN bound gives NaN
+    (as torch's)."""
     if min is None and max is None:
         raise InvalidArgumentError(f"clamp: At least one of 'min' or 'max' must not be None "
                                    f"(tensor of shape {x.shape}, {x.dtype.name})")
     out = x
     if min is not None:
-        out = where(binary(_B.LT, out, min), min, out)
+        out = where(_past(_B.LT, out, min), min, out)
     if max is not None:
-        out = where(binary(_B.GT, out, max), max, out)
+        out = where(_past(_B.GT, out, max), max, out)
     return out
 
 
+def _past(op: BinaryOp, x: DT, bound):
+    """Where `x` lies beyond `bound`, or the bound is NaN (clamp then gives the NaN)."""
+    beyond = binary(op, x, bound)
+    if isinstance(bound, DT):
+        if bound.dtype.is_float:
+            return binary(_B.OR, beyond, binary(_B.NE, bound, bound))
+    elif isinstance(bound, float) and math.isnan(bound):
+        return binary(_B.OR, beyond, True)
+    return beyond
+
+
+_NO_OPERAND = object()
+
+
 @function
-def where(condition, x, y) -> DT:
-    """Elements of `x` where `condition` holds, else of `y` (tensors or scalars, broadcast)."""
+def where(condition, x=_NO_OPERAND, y=_NO_OPERAND):
+    """Elements of `x` where `condition` holds, else of `y` (tensors or scalars, broadcast).
+    `where(condition)` alone is `nonzero(condition, as_tuple=True)`, as in torch."""
+    if x is _NO_OPERAND and y is _NO_OPERAND:
+        if not isinstance(condition, DT):
+            raise DTypeError("where: where(condition) needs a tensor condition")
+        return METHODS["nonzero"](condition, as_tuple=True)
+    if x is _NO_OPERAND or y is _NO_OPERAND:
+        raise InvalidArgumentError("where: pass both x and y, or neither (the nonzero form)")
     like = next((t for t in (condition, x, y) if isinstance(t, DT)), None)
     if like is None:
         raise DTypeError("where: expected at least one tensor argument")
@@ -372,7 +433,10 @@ def _reduce(op: ReduceOp, name: str, x: DT, dim, keepdim: bool) -> DT:
 def _np_args(name: str, x: DT, dim, keepdim, np_kw: dict):
     """numpy's spellings of a reduction's arguments (`np.sum(t, axis=1)` calls
     `t.sum(axis=1, dtype=None, out=None)`): `axis` for `dim`, `keepdims` for `keepdim`,
-    `dtype` casts first; `out` cannot be honoured (tensors are immutable)."""
+    `dtype` casts first; `out` cannot be honoured (tensors are immutable). torch reads an
+    empty `dim=()` as every dim; numpy's `axis=()` reduces none."""
+    if isinstance(dim, (tuple, list)) and len(dim) == 0:
+        dim = None
     if not np_kw:
         return x, dim, keepdim
     kw = dict(np_kw)
@@ -424,29 +488,85 @@ def prod(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:
     return _as_requested(_reduce(ReduceOp.PROD, "prod", x, dim, keepdim), np_kw)
 
 
-@method()
-def max(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:  # noqa: A001
-    """Maximum values over `dim` (values only; see `argmax` for indices)."""
-    x, dim, keepdim = _np_args("max", x, dim, keepdim, np_kw)
-    return _reduce(ReduceOp.MAX, "max", x, dim, keepdim)
+class ValuesIndices(NamedTuple):
+    """`(values, indices)`, as torch's max, min, sort, topk, mode, cummax and cummin return
+    them (`v, i = x.max(1)` or `x.max(1).values`)."""
+    values: DT
+    indices: DT
+
+
+def _extreme(name: str, op: ReduceOp, arg: ReduceOp, pair, x: DT, dim, keepdim: bool,
+             np_kw: dict):
+    """torch's three forms of max/min. `x.max()`: the value over every element. `x.max(dim)`
+    with one int dim: `(values, indices)` along it. `x.max(other)` with a tensor: the
+    elementwise `maximum`. `axis=` is torch's alias of `dim`. numpy's calls (`np.max(t,
+    axis=0)` passes `out=`; `keepdims=`) reduce over an int or a tuple and give the values,
+    as numpy does."""
+    if isinstance(dim, DT):
+        if keepdim or np_kw:
+            raise InvalidArgumentError(f"{name}: the elementwise form {name}(input, other) "
+                                       "takes no keepdim or other arguments")
+        return pair(x, dim)
+    numpy_form = "out" in np_kw or "keepdims" in np_kw   # np.max(t, axis=1) passes out=
+    x, dim, keepdim = _np_args(name, x, dim, keepdim, np_kw)
+    if dim is None or numpy_form:
+        return _reduce(op, name, x, dim, keepdim)
+    if isinstance(dim, bool) or not isinstance(dim, (int, np.integer)):
+        raise InvalidArgumentError(
+            f"{name}: dim must be one int (the result is values and indices along it), got "
+            f"{dim!r}; a{name}(x, dims) reduces over several dims and gives the values")
+    dim = int(dim)
+    return ValuesIndices(_reduce(op, name, x, dim, keepdim), _arg(arg, name, x, dim, keepdim))
 
 
 @method()
-def min(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:  # noqa: A001
-    x, dim, keepdim = _np_args("min", x, dim, keepdim, np_kw)
-    return _reduce(ReduceOp.MIN, "min", x, dim, keepdim)
+def max(x: DT, dim=None, keepdim: bool = False, **np_kw):  # noqa: A001
+    """torch's max: `x.max()` is the largest element; `x.max(dim)` is `(values, indices)` along
+    one dim (the first index of the largest value); `x.max(other)` is `maximum(x, other)`.
+    `amax` reduces several dims at once and gives the values only."""
+    return _extreme("max", ReduceOp.MAX, ReduceOp.ARGMAX, maximum, x, dim, keepdim, np_kw)
+
+
+@method()
+def min(x: DT, dim=None, keepdim: bool = False, **np_kw):  # noqa: A001
+    """torch's min, as `max` (the first index of the smallest value)."""
+    return _extreme("min", ReduceOp.MIN, ReduceOp.ARGMIN, minimum, x, dim, keepdim, np_kw)
+
+
+@method()
+def amax(x: DT, dim=(), keepdim: bool = False) -> DT:
+    """The largest value over `dim` (an int or a tuple; every dim when empty or None)."""
+    return _reduce(ReduceOp.MAX, "amax", x, _every_when_empty("amax", dim), keepdim)
+
+
+@method()
+def amin(x: DT, dim=(), keepdim: bool = False) -> DT:
+    """The smallest value over `dim` (an int or a tuple; every dim when empty or None)."""
+    return _reduce(ReduceOp.MIN, "amin", x, _every_when_empty("amin", dim), keepdim)
+
+
+def _every_when_empty(name: str, dim):
+    if dim is None or isinstance(dim, (int, np.integer)):
+        return dim
+    try:
+        return tuple(dim) or None
+    except TypeError:
+        raise InvalidArgumentError(f"{name}: dim must be an int or a tuple of ints, got {dim!r}") \
+            from None
 
 
 @method()
 def any(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:  # noqa: A001
     x, dim, keepdim = _np_args("any", x, dim, keepdim, np_kw)
-    return binary(_B.GT, sum(to(to(x, dt.bool_), dt.int32), dim, keepdim), 0)
+    out = binary(_B.GT, sum(to(to(x, dt.bool_), dt.int32), dim, keepdim), 0)
+    return to(out, dt.uint8) if x.dtype is dt.uint8 else out   # torch: uint8 stays uint8
 
 
 @method()
 def all(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:  # noqa: A001
     x, dim, keepdim = _np_args("all", x, dim, keepdim, np_kw)
-    return binary(_B.EQ, sum(to(logical_not(x), dt.int32), dim, keepdim), 0)
+    out = binary(_B.EQ, sum(to(logical_not(x), dt.int32), dim, keepdim), 0)
+    return to(out, dt.uint8) if x.dtype is dt.uint8 else out
 
 
 def _arg(op: ReduceOp, name: str, x: DT, dim, keepdim: bool) -> DT:
@@ -479,11 +599,36 @@ def argmin(x: DT, dim=None, keepdim: bool = False, **np_kw) -> DT:
     return _arg(ReduceOp.ARGMIN, "argmin", x, dim, keepdim)
 
 
+def _stat_positional(name: str, dim, args: tuple, keepdim, unbiased):
+    """torch's positional forms `var(x, unbiased)` and `var(x, dim, unbiased, keepdim)`:
+    (dim, keepdim, unbiased)."""
+    if isinstance(dim, (bool, np.bool_)):   # var(x, False): the unbiased-only overload
+        if args:
+            raise InvalidArgumentError(f"{name}: var(input, unbiased) takes no more "
+                                       f"positional arguments, got {args!r}")
+        return None, keepdim, bool(dim)
+    if len(args) > 2:
+        raise InvalidArgumentError(f"{name}: expected (input, dim, unbiased, keepdim), got "
+                                   f"{2 + len(args)} positional arguments")
+    if args:
+        if unbiased is not None:
+            raise InvalidArgumentError(f"{name}: unbiased given both by position and by name")
+        unbiased = args[0]
+        if len(args) == 2:
+            keepdim = args[1]
+    return dim, keepdim, unbiased
+
+
 @method()
-def var(x: DT, dim=None, keepdim: bool = False, *, correction=None, unbiased=None,
+def var(x: DT, dim=None, *args, keepdim: bool = False, correction=None, unbiased=None,
         **np_kw) -> DT:
     """Variance over `dim`; unbiased (`correction=1`) by default, as in torch and Burn
-    (numpy's `np.var(t)` passes `ddof=0`, its own default, which is honoured)."""
+    (numpy's `np.var(t)` passes `ddof=0`, its own default, which is honoured). As in torch,
+    the positional arguments after `dim` are `unbiased` then `keepdim` (`x.var(1, False)` is
+    the biased variance), and `x.var(False)` alone means `unbiased=False`."""
+    dim, keepdim, unbiased = _stat_positional("var", dim, args, keepdim, unbiased)
+    if unbiased is not None and correction is not None:
+        raise InvalidArgumentError("var: pass either unbiased or correction, not both")
     if "ddof" in np_kw:
         np_kw = dict(np_kw)
         correction = np_kw.pop("ddof")
@@ -492,17 +637,25 @@ def var(x: DT, dim=None, keepdim: bool = False, *, correction=None, unbiased=Non
         correction = 1 if unbiased is None or unbiased else 0
     x = floating(x)
     if x.dtype is dt.float16:  # squared deviations overflow float16: accumulate wider
-        return Dispatch.cast(var(Dispatch.cast(x, dt.float32), dim, keepdim,
+        return Dispatch.cast(var(Dispatch.cast(x, dt.float32), dim, keepdim=keepdim,
                                  correction=correction), dt.float16)
+    if x.ndim == 0:   # a 0-d tensor: dim 0 / -1 name its one element, as torch allows
+        for d in (() if dim is None else (dim,) if isinstance(dim, int) else dim):
+            sh.normalize_dim("var", d, 0)
+        return Dispatch.helper("var", Dispatch.reshape(x, (1,)), (0,), False, correction) \
+            if not keepdim else Dispatch.reshape(
+                Dispatch.helper("var", Dispatch.reshape(x, (1,)), (0,), False, correction), ())
     dims = sh.normalize_dims("var", dim, x.ndim)
     return Dispatch.helper("var", x, dims, keepdim, correction)
 
 
 @method()
-def std(x: DT, dim=None, keepdim: bool = False, *, correction=None, unbiased=None,
+def std(x: DT, dim=None, *args, keepdim: bool = False, correction=None, unbiased=None,
         **np_kw) -> DT:
-    return unary(UnaryOp.SQRT, var(x, dim, keepdim, correction=correction, unbiased=unbiased,
-                                   **np_kw))
+    """The square root of `var`, with its arguments."""
+    dim, keepdim, unbiased = _stat_positional("std", dim, args, keepdim, unbiased)
+    return unary(UnaryOp.SQRT, var(x, dim, keepdim=keepdim, correction=correction,
+                                   unbiased=unbiased, **np_kw))
 
 
 # ---------------------------------------------------------------------- movement
@@ -668,11 +821,19 @@ def _tensor_list(op: str, tensors) -> list:
 
 @function
 def cat(tensors: Sequence[DT], dim: int = 0) -> DT:
-    """Join tensors of one rank along `dim` (dtypes promote)."""
+    """Join tensors of one rank along `dim` (dtypes promote). As in torch, a 1-D tensor of
+    size 0 may join tensors of any rank: it adds nothing (its dtype still promotes)."""
     tensors = _tensor_list("cat", tensors)
     if not tensors:
         raise ShapeError("cat: expected a non-empty sequence of tensors")
     common_device("cat", tensors)
+    legacy = [t for t in tensors if t.shape == (0,)]
+    if legacy and len(legacy) < len(tensors):
+        kept = [t for t in tensors if t.shape != (0,)]
+        dtype = tensors[0].dtype
+        for t in tensors[1:]:
+            dtype = dt.promote(dtype, t.dtype)
+        return cat([to(t, dtype) for t in kept], dim)
     nd = tensors[0].ndim
     if nd == 0:
         raise ShapeError("cat: zero-dimensional tensors cannot be concatenated; use stack")
@@ -804,8 +965,9 @@ def index_select(x: DT, dim: int, index) -> DT:
 
 
 @method()
-def gather(x: DT, dim: int, index) -> DT:
-    """torch.gather: `out[i][j] = x[i][index[i][j]]` for dim 1."""
+def gather(x: DT, dim: int, index, *, sparse_grad: bool = False) -> DT:
+    """torch.gather: `out[i][j] = x[i][index[i][j]]` for dim 1. `sparse_grad` is accepted
+    for torch's signature; the gradient is dense either way."""
     _rank1("gather", x)
     d = sh.normalize_dim("gather", dim, x.ndim)
     idx = index_tensor("gather", index, x)
@@ -943,7 +1105,7 @@ def scaled_dot_product_attention(query: DT, key: DT, value: DT, attn_mask=None,
     # dropout needs the weights themselves: the composite's steps, written out
     w = binary(_B.MUL, matmul(q, mT(k)), scale)
     if mask is not None:
-        dead = binary(_B.EQ, max(mask, -1, keepdim=True), float("-inf"))
+        dead = binary(_B.EQ, amax(mask, -1, keepdim=True), float("-inf"))
         w = softmax(where(dead, 0.0, binary(_B.ADD, w, mask)), -1)
         w = where(dead, 0.0, w)
     else:

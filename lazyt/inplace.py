@@ -16,6 +16,7 @@ the values it had.
 """
 from __future__ import annotations
 
+import builtins
 import weakref
 
 import numpy as np
@@ -114,24 +115,15 @@ OPERATORS = {
 
 
 # ---------------------------------------------------------------------- methods
-def _scaled(other, alpha, like):
-    """`alpha * other`, keeping Python numbers Python numbers (weak scalars in promotion)."""
-    if alpha == 1:
-        return other
-    if isinstance(other, (int, float, bool, np.number)):
-        return other * alpha
-    return F.binary(BinaryOp.MUL, F.as_tensor(other, like), alpha)
-
-
 def add_(self, other, *, alpha=1):
     """`self += alpha * other` in place."""
-    other = _scaled(other, alpha, self)
+    other = F.scaled("add_", other, alpha, self)
     return rebind(self, F.binary(BinaryOp.ADD, self, other), "add_")
 
 
 def sub_(self, other, *, alpha=1):
     """`self -= alpha * other` in place."""
-    other = _scaled(other, alpha, self)
+    other = F.scaled("sub_", other, alpha, self)
     return rebind(self, F.binary(BinaryOp.SUB, self, other), "sub_")
 
 
@@ -139,8 +131,11 @@ def mul_(self, other):
     return rebind(self, F.binary(BinaryOp.MUL, self, other), "mul_")
 
 
-def div_(self, other):
-    return rebind(self, F.binary(BinaryOp.DIV, self, other), "div_")
+def div_(self, other, *, rounding_mode=None):
+    """`self /= other` in place; `rounding_mode` as `div`'s ("trunc" or "floor")."""
+    if rounding_mode is None:
+        return rebind(self, F.binary(BinaryOp.DIV, self, other), "div_")
+    return rebind(self, self.div(other, rounding_mode=rounding_mode), "div_")
 
 
 def copy_(self, src):
@@ -178,74 +173,59 @@ def clamp_(self, min=None, max=None):  # noqa: A002 - torch's names
 
 # ---------------------------------------------------------------------- x[key] = value
 def setitem(self, key, value) -> None:
-    """`x[key] = value`: the positions `x[key]` reads get `value` (broadcast to their shape,
-    cast to x's dtype); a boolean mask of x's shape selects with `where`. Gradients flow to
-    `value` and to the positions of x that keep their values."""
+    """`x[key] = value`: the positions `x[key]` reads (every form `getitem` takes) get
+    `value`, broadcast to their shape and cast to x's dtype as torch casts (a float stored in
+    an integer tensor truncates). A position an index names twice gets the last write, as
+    torch on CPU. A boolean mask of x's shape with a value that broadcasts to x selects with
+    `where`. Gradients flow to the written values and to the positions of x that keep theirs."""
     shape = tuple(self.shape)
-    if isinstance(key, DispatchTensor) and key.dtype is dt.bool_:
-        return _set_mask(self, key, value)
-    if isinstance(key, np.ndarray) and key.dtype == np.bool_:
-        return _set_mask(self, Dispatch.from_numpy(key, self.device, self._result_type), value)
-    for k in key if isinstance(key, tuple) else (key,):
+    parts = key if isinstance(key, tuple) else (key,)
+    for k in parts:
         F.refuse_byte_index("setitem", k)
-    _check_unique(key)
+    mask = _full_mask(self, key)
+    if mask is not None:
+        v = F.as_tensor(value, self)
+        try:
+            F.expand(v, *shape)
+        except ShapeError:
+            pass           # `x[mask] = values` of the mask's count: the general path
+        else:
+            return rebind(self, F.where(mask, F.to(v, self.dtype), self), "setitem")
     n = int(np.prod(shape)) if shape else 1
     positions = F.reshape(_arange(self, n), *shape) if shape else F.reshape(_arange(self, 1))
     pos = positions[key]
-    v = F.as_tensor(value, self)
-    if v.dtype is not self.dtype:
-        if v.dtype.is_float and not self.dtype.is_float:
-            raise DTypeError(f"setitem: a {v.dtype.name} value cannot be stored in a "
-                             f"{self.dtype.name} tensor")
-        v = F.to(v, self.dtype)
+    v = F.to(F.as_tensor(value, self), self.dtype)
     try:
         v = F.expand(v, *pos.shape) if tuple(v.shape) != tuple(pos.shape) else v
     except ShapeError:
         raise ShapeError(f"setitem: value of shape {tuple(v.shape)} does not broadcast to the "
                          f"indexed shape {tuple(pos.shape)}") from None
     m = int(np.prod(pos.shape)) if pos.shape else 1
-    flat_pos = F.reshape(pos, m)
-    work = dt.int32 if self.dtype is dt.bool_ else self.dtype
-    flat_v = F.reshape(F.to(v, work) if work is not self.dtype else v, m)
-    placed = F.scatter_add(_full(self, (n,), 0, work), 0, flat_pos, flat_v)
-    hit = F.scatter_add(_full(self, (n,), 0, dt.int32), 0, flat_pos,
-                        _full(self, (m,), 1, dt.int32))
-    hit = F.binary(BinaryOp.GT, hit, 0)
-    if work is not self.dtype:
-        placed = F.to(placed, self.dtype)
-    new = F.where(F.reshape(hit, *shape), F.reshape(placed, *shape), self) if shape else \
-        F.where(F.reshape(hit), F.reshape(placed), self)
-    rebind(self, new, "setitem")
+    flat_pos, flat_v = F.reshape(pos, m), F.reshape(v, m)
+    flat = F.reshape(self, n)
+    if builtins.any(_is_array_index(k) for k in parts):   # positions may repeat
+        new = F.METHODS["scatter"](flat, 0, flat_pos, flat_v)
+    else:           # ints, slices, None, ...: each position once, one pass
+        work = dt.int32 if self.dtype is dt.bool_ else self.dtype
+        placed = F.scatter_add(_full(self, (n,), 0, work), 0, flat_pos, F.to(flat_v, work))
+        hit = F.scatter_add(_full(self, (n,), 0, dt.int32), 0, flat_pos,
+                            _full(self, (m,), 1, dt.int32))
+        new = F.where(F.binary(BinaryOp.GT, hit, 0), F.to(placed, self.dtype), flat)
+    rebind(self, F.reshape(new, *shape), "setitem")
 
 
-def _set_mask(self, mask, value) -> None:
-    if tuple(mask.shape) != tuple(self.shape):
-        raise ShapeError(f"setitem: a boolean mask must have the tensor's shape "
-                         f"{tuple(self.shape)}, got {tuple(mask.shape)}")
-    v = F.as_tensor(value, self)
-    if v.dtype.is_float and not self.dtype.is_float:
-        raise DTypeError(f"setitem: a {v.dtype.name} value cannot be stored in a "
-                         f"{self.dtype.name} tensor")
-    try:
-        new = F.where(mask, F.to(v, self.dtype) if v.dtype is not self.dtype else v, self)
-    except ShapeError:
-        raise ShapeError(f"setitem: with a boolean mask the value must broadcast to the "
-                         f"tensor's shape {tuple(self.shape)}, got {tuple(v.shape)}") from None
-    rebind(self, new, "setitem")
+def _is_array_index(k) -> bool:
+    return isinstance(k, (DispatchTensor, list, np.ndarray, tuple))
 
 
-def _check_unique(key) -> None:
-    """An integer index list/array/tensor with repeated entries would write one position
-    twice: refused (torch leaves the result undefined)."""
-    parts = key if isinstance(key, tuple) else (key,)
-    for k in parts:
-        if isinstance(k, DispatchTensor):
-            k = Dispatch.to_numpy(k)
-        if isinstance(k, (list, np.ndarray)):
-            arr = np.asarray(k)
-            if arr.dtype.kind in "iu" and arr.size != np.unique(arr).size:
-                raise InvalidArgumentError("setitem: the index repeats an entry, so one position "
-                                           "would be written twice; index each position once")
+def _full_mask(self, key):
+    """`key` as a bool tensor when it is a boolean mask of self's whole shape, else None."""
+    if isinstance(key, np.ndarray) and key.dtype == np.bool_:
+        key = Dispatch.from_numpy(key, self.device, self._result_type)
+    if isinstance(key, DispatchTensor) and key.dtype is dt.bool_ and \
+            tuple(key.shape) == tuple(self.shape):
+        return key
+    return None
 
 
 METHODS = {"add_": add_, "sub_": sub_, "mul_": mul_, "div_": div_, "copy_": copy_,

@@ -15,7 +15,7 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
 
@@ -24,8 +24,8 @@ from . import shape as sh
 from .creation import arange, full
 from .dispatch import Dispatch, DispatchTensor, common_device
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
-from .functional import (as_tensor, cat, floating, gather, index_select, method, shape_args, to,
-                         where)
+from .functional import (ValuesIndices, as_tensor, cat, floating, gather, index_select, method,
+                         shape_args, to, where)
 from .mathops import install_methods, isnan, logaddexp, tensor_arg
 from .ops.scan import scan_frontend
 from .tensor import Tensor
@@ -35,12 +35,6 @@ __all__ = [
     "meshgrid", "unflatten", "movedim", "moveaxis", "cumprod", "cummax", "cummin",
     "logcumsumexp", "sort", "argsort", "topk",
 ]
-
-
-class ValuesIndices(NamedTuple):
-    """`(values, indices)`, as torch's sort, topk, cummax and cummin return them."""
-    values: Tensor
-    indices: Tensor
 
 
 # ---------------------------------------------------------------------- shared machinery
@@ -164,9 +158,16 @@ def pad(input, pad: Sequence[int], mode: str = "constant", value=None) -> Tensor
 
 # ---------------------------------------------------------------------- reordering
 @method(function=False)
-def flip(input, dims) -> Tensor:  # noqa: A002 - torch's name
-    """The elements in reverse order along each of `dims`."""
+def flip(input, *args, dims=None) -> Tensor:  # noqa: A002 - torch's name
+    """The elements in reverse order along each of `dims` (`x.flip(0, 1)`, `x.flip((0, 1))`
+    and `flip(x, dims=[0])` all work, as in torch)."""
     x = tensor_arg("flip", input)
+    if args:
+        if dims is not None:
+            raise InvalidArgumentError("flip: dims given both by position and by name")
+        dims = args[0] if len(args) == 1 else args
+    if dims is None:
+        raise InvalidArgumentError("flip: expected the dims to reverse")
     ds = _dims("flip", dims, x.ndim)
     if not ds:
         return x

@@ -287,22 +287,6 @@ __all__.append("clip")
 
 
 # ---------------------------------------------------------------------- reductions
-def _all_dims(dim):
-    return None if dim is None or (not isinstance(dim, int) and len(tuple(dim)) == 0) else dim
-
-
-@_export()
-def amax(input, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002 - torch's name
-    """The maximum over `dim` (an int or a tuple; all dims when empty)."""
-    return tensor_arg("amax", input).max(_all_dims(dim), keepdim=keepdim)
-
-
-@_export()
-def amin(input, dim=(), keepdim: bool = False) -> Tensor:  # noqa: A002 - torch's name
-    """The minimum over `dim` (an int or a tuple; all dims when empty)."""
-    return tensor_arg("amin", input).min(_all_dims(dim), keepdim=keepdim)
-
-
 class MinMax(NamedTuple):
     """`(min, max)`, as torch's aminmax returns them."""
     min: Tensor
@@ -316,8 +300,8 @@ def aminmax(input, *, dim=None, keepdim: bool = False) -> MinMax:  # noqa: A002
     if dim is not None and not isinstance(dim, numbers.Integral):
         raise InvalidArgumentError(f"aminmax: dim must be an int or None, got {dim!r}")
     if dim is None and keepdim:
-        return MinMax(x.min(None, keepdim=True), x.max(None, keepdim=True))
-    return MinMax(x.min(dim, keepdim=keepdim), x.max(dim, keepdim=keepdim))
+        return MinMax(x.amin(None, keepdim=True), x.amax(None, keepdim=True))
+    return MinMax(x.amin(dim, keepdim=keepdim), x.amax(dim, keepdim=keepdim))
 
 
 @_export()
@@ -505,9 +489,9 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
     p = float(p)
     a = x.abs()
     if p == math.inf:
-        return a.max(dims, keepdim=keepdim)
+        return a.amax(dims, keepdim=keepdim)
     if p == -math.inf:
-        return a.min(dims, keepdim=keepdim)
+        return a.amin(dims, keepdim=keepdim)
     if p == 0:
         return to(a != 0, x.dtype).sum(dims, keepdim=keepdim)
     if p == 1:

@@ -490,7 +490,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None) -> Tensor:
     if p == 1:
         return diff.sum(-1)
     if math.isinf(p):
-        return diff.max(-1)
+        return diff.amax(-1)
     total = (diff * diff).sum(-1) if p == 2 else (diff ** p).sum(-1)
     zero = total == 0
     safe = where(zero, 1.0, total)

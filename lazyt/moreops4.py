@@ -19,7 +19,7 @@ from . import shape as sh
 from .creation import tensor as _tensor
 from .dispatch import DispatchTensor, common_device
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
-from .functional import cat, floating, index_select, maximum, minimum, to, where
+from .functional import ValuesIndices, cat, floating, index_select, maximum, minimum, to, where
 from .layout import movedim
 from .mathops import fmod, isnan, promoted, tensor_arg
 from .moreops import exporter, tensor_split, vstack
@@ -30,7 +30,6 @@ __all__: list = []
 _export = exporter(globals(), __all__)
 
 # results by position and by torch's field names
-_ValuesIndices = namedtuple("mode", "values indices")
 _Histogram = namedtuple("histogram", "hist bin_edges")
 
 
@@ -272,24 +271,53 @@ def row_stack(tensors) -> Tensor:
 def mode(input, dim: int = -1, keepdim: bool = False):  # noqa: A002 - torch's names
     """The most frequent value along `dim` (the smallest of those tied) and the index of its
     last occurrence, as torch. Counts come from comparing every pair along `dim`, so a row of
-    n elements costs n * n comparisons."""
+    n elements costs n * n comparisons. NaN rows follow torch's CPU kernel (see `_mode_nan`)."""
     x = tensor_arg("mode", input)
     if x.ndim == 0:
-        return _ValuesIndices(x, x.new_zeros(()).to(dt.int64))
+        return ValuesIndices(x, x.new_zeros(()).to(dt.int64))
     d = sh.normalize_dim("mode", dim, x.ndim)
     if x.shape[d] == 0:
         raise ShapeError(f"mode: dim {d} of shape {tuple(x.shape)} is empty")
     m = movedim(x, d, -1)                                        # [..., n]
     n = m.shape[-1]
-    counts = (m.unsqueeze(-1) == m.unsqueeze(-2)).to(dt.int64).sum(-1)
-    best = counts.amax(-1, keepdim=True)
-    top = _top_value(m.dtype)
-    value = where(counts == best, m, top).amin(-1, keepdim=True)
     pos = _tensor(np.arange(n), device=x.device)
-    index = where(m == value, pos, -1).amax(-1, keepdim=True)
+    same = m.unsqueeze(-1) == m.unsqueeze(-2)                    # [..., n, n]
+    if m.dtype.is_float:
+        value, index = _mode_nan(m, same, pos)
+    else:
+        counts = same.to(dt.int64).sum(-1)
+        best = counts.amax(-1, keepdim=True)
+        value = where(counts == best, m, _top_value(m.dtype)).amin(-1, keepdim=True)
+        index = where(m == value, pos, -1).amax(-1, keepdim=True)
     if keepdim:
-        return _ValuesIndices(movedim(value, -1, d), movedim(index, -1, d))
-    return _ValuesIndices(value[..., 0], index[..., 0])
+        return ValuesIndices(movedim(value, -1, d), movedim(index, -1, d))
+    return ValuesIndices(value[..., 0], index[..., 0])
+
+
+def _mode_nan(m: Tensor, same: Tensor, pos: Tensor) -> tuple:
+    """mode of float rows m [..., n] (kept dims), equal to torch's CPU kernel for rows of up to
+    16 elements: it insertion-sorts (value, index) pairs with `<`, then takes the first longest
+    run of equal neighbours. A NaN compares false, so it stays where it is and splits the row:
+    a number joins the sorted segment after the last NaN before it, unless it is below every
+    number before it and the row starts with a number (then it goes to the front). Each
+    element's segment key (0 front, 2k after the k-th NaN, 2k+1 for the (k+1)-th NaN itself)
+    orders the runs; a NaN is a run of one. Without NaN this is the smallest most frequent
+    value and its last index. (Longer rows with NaN: torch's introsort order is its own.)"""
+    n = m.shape[-1]
+    nan = isnan(m)
+    before = _tensor(np.tri(n, k=-1, dtype=bool), device=m.device)          # [i, j]: j < i
+    nans_before = (nan.unsqueeze(-2) & before).to(dt.int64).sum(-1)
+    below = (m.unsqueeze(-1) < m.unsqueeze(-2)) | nan.unsqueeze(-2)         # x_i < x_j or NaN
+    front = ~(before & ~below).any(-1) & ~nan[..., :1]
+    key = where(nan, 2 * nans_before + 1, where(front, 0, 2 * nans_before))
+    counts = (same & (key.unsqueeze(-1) == key.unsqueeze(-2))).to(dt.int64).sum(-1)
+    counts = where(nan, 1, counts)
+    tied = counts == counts.amax(-1, keepdim=True)
+    run = tied & (key == where(tied, key, 2 * n + 2).amin(-1, keepdim=True))
+    nan_run = (run & nan).any(-1, keepdim=True)
+    value = where(nan_run, math.nan, where(run & ~nan, m, math.inf).amin(-1, keepdim=True))
+    index = where(run & ((m == value) | nan_run), pos, -1).amax(-1, keepdim=True)
+    return value, index
 
 
 def _top_value(d: dt.DType):

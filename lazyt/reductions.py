@@ -1,6 +1,6 @@
 """torch's reductions and statistics that lazyt's primitive op set lacks (logsumexp,
-var_mean, std_mean, nn.functional.normalize), linspace, and the in-place random fills
-`Tensor.normal_` / `Tensor.uniform_`, as composites of the differentiable ops.
+var_mean, std_mean, nn.functional.normalize), linspace and logspace, and the in-place random
+fills `Tensor.normal_` / `Tensor.uniform_`, as composites of the differentiable ops.
 
 logsumexp subtracts the (detached) maximum before exponentiating, so it neither overflows
 nor underflows, and its gradient is the softmax. normalize guards the norm's square root at
@@ -22,9 +22,10 @@ from .errors import DTypeError, InvalidArgumentError, ShapeError
 from .functional import clamp, floating, method, where
 from .inplace import rebind
 from .mathops import install_methods, isinf, tensor_arg
+from .promotion import fit_int
 from .tensor import Tensor
 
-__all__ = ["logsumexp", "var_mean", "std_mean", "linspace"]
+__all__ = ["logsumexp", "var_mean", "std_mean", "linspace", "logspace"]
 
 
 # ---------------------------------------------------------------------- logsumexp
@@ -53,7 +54,7 @@ def logsumexp(input, dim, keepdim: bool = False) -> Tensor:  # noqa: A002 - torc
     if x.numel() == 0:
         return x.exp().sum(dims, keepdim=bool(keepdim)).log()
     keepdim = bool(keepdim)
-    m = x.detach().max(dims, keepdim=True)
+    m = x.detach().amax(dims, keepdim=True)
     m = where(isinf(m), 0.0, m)
     total = (x - m).exp().sum(dims, keepdim=keepdim)
     return total.log() + (m if keepdim else m.reshape(total.shape))
@@ -80,7 +81,7 @@ def var_mean(input, dim=None, unbiased: bool | None = None,  # noqa: A002 - torc
     Bessel's correction; `unbiased=False` means 0), as torch.var_mean."""
     x = tensor_arg("var_mean", input)
     dim, correction = _stat_args("var_mean", dim, unbiased, correction)
-    v = x.var(dim, keepdim, correction=correction)
+    v = x.var(dim, keepdim=keepdim, correction=correction)
     return v, floating(x).mean(dim, keepdim).to(v.dtype)
 
 
@@ -98,7 +99,7 @@ def _norm(x: Tensor, p: float, dim: int) -> Tensor:
     """The p-norm along `dim`, kept; at a zero vector the 2-norm's gradient is zero."""
     a = x.abs()
     if p == math.inf:
-        return a.max(dim, keepdim=True)
+        return a.amax(dim, keepdim=True)
     if p == 1:
         return a.sum(dim, keepdim=True)
     if p == 2:
@@ -131,36 +132,165 @@ def normalize(input, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  # noqa: 
     return x / clamp(_norm(x, float(p), d), min=eps)
 
 
-# ---------------------------------------------------------------------- linspace
+# ---------------------------------------------------------------------- linspace, logspace
 def linspace(start, end, steps: int, *, dtype=None, device=None,
              requires_grad: bool = False) -> Tensor:
-    """`steps` evenly spaced values from `start` to `end` inclusive, torch's formula: the
-    first half counted up from start, the second half down from end (so both ends are
-    exact). Default dtype: the default float; integer dtypes truncate toward zero."""
+    """`steps` evenly spaced values from `start` to `end` inclusive, bit for bit as torch's
+    CPU kernel makes them: the first half up from start, the rest down from end, each value
+    one fused multiply-add in the dtype's arithmetic (double for integer dtypes, which
+    truncate the ends first and then each value: 0.5 to 7.5 in 3 int64 steps is [0, 3, 7]).
+    Default dtype: the default float."""
+    steps, d = _space_args("linspace", steps, dtype)
+    a, b = _space_ends("linspace", start, end, steps, d)
+    if steps <= 1:
+        vals = np.array([a] * steps, dtype=d.np if d.is_int else np.float64)
+    elif d is dt.float16:
+        vals = _spaced_half(a, b, steps)
+    else:
+        acc = np.float32 if d is dt.float32 else np.float64
+        step = acc(acc(b) - acc(a)) / acc(steps - 1)
+        i = np.arange(steps, dtype=acc)
+        up = _fma(step, i, a, acc)
+        down = _fma(-step, np.arange(steps - 1, -1, -1, dtype=acc), b, acc)
+        vals = np.where(np.arange(steps) < steps // 2, up, down)
+    return _spaced_tensor(vals, d, device, requires_grad)
+
+
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+             requires_grad: bool = False) -> Tensor:
+    """`base ** linspace(start, end, steps)` as torch's CPU kernel computes it: the ends in
+    the dtype (integers truncated), the exponents in double (up from start for the first
+    half, down from end for the rest), C's `pow` on each. Default dtype: the default float."""
+    steps, d = _space_args("logspace", steps, dtype)
+    base = float(base.item()) if isinstance(base, Tensor) else base
+    if not isinstance(base, (numbers.Real, np.generic)) or isinstance(base, (bool, np.bool_)):
+        raise DTypeError(f"logspace: base must be a real number, got {base!r}")
+    a, b = _space_ends("logspace", start, end, steps, d)
+    if steps <= 1:    # torch fills base ** start (start as given), checked against the dtype
+        vals = np.array([_pow(float(base), float(a))] * steps, dtype=np.float64)
+        if steps:
+            _space_end("logspace", "base ** start", vals[0], _fill_check(d))
+        return _spaced_tensor(vals, d, device, requires_grad)
+    width = float(b - a) if d.is_int else float(d.np.type(d.np.type(b) - d.np.type(a)))
+    step = width / (steps - 1)
+    half = steps // 2
+    exps = [a + step * i if i < half else b - step * (steps - i - 1) for i in range(steps)]
+    vals = np.array([_pow(float(base), e) for e in exps], dtype=np.float64)
+    return _spaced_tensor(vals, d, device, requires_grad)
+
+
+def _space_args(op: str, steps, dtype) -> tuple:
+    """(steps as an int, the result dtype) checked as torch checks them."""
+    if isinstance(steps, (bool, np.bool_)):
+        raise DTypeError(f"{op}: steps must be an int, got bool")
     try:
         steps = operator.index(steps)
     except TypeError:
-        raise DTypeError(f"linspace: steps must be an int, got {type(steps).__name__}") from None
+        raise DTypeError(f"{op}: steps must be an int, got {type(steps).__name__}") from None
     if steps < 0:
-        raise ShapeError(f"linspace: number of steps must be non-negative, got {steps}")
+        raise ShapeError(f"{op}: number of steps must be non-negative, got {steps}")
     d = dt.DEFAULT_FLOAT if dtype is None else dt.as_dtype(dtype)
     if d is dt.bool_:
-        raise DTypeError("linspace: dtype bool is not supported")
-    start, end = (float(v.item()) if isinstance(v, Tensor) else v for v in (start, end))
-    for name, v in (("start", start), ("end", end)):
-        if not isinstance(v, (numbers.Real, np.generic)) or isinstance(v, (bool, np.bool_)):
-            raise DTypeError(f"linspace: {name} must be a real number, got {v!r}")
-    if steps == 1:
-        vals = np.array([start], dtype=np.float64)
-        out = tensor(vals.astype(d.np), dtype=d, device=device)
-        return out.require_grad() if requires_grad else out
-    acc = np.float64 if d in (dt.float64, dt.int32, dt.int64) else np.float32
-    i = np.arange(steps, dtype=acc)
-    a, b = acc(start), acc(end)
-    step = (b - a) / acc(steps - 1)
-    half = steps // 2
-    vals = np.where(i < half, a + step * i, b - step * (acc(steps - 1) - i))
-    out = tensor(vals.astype(d.np), dtype=d, device=device)
+        raise DTypeError(f"{op}: dtype bool is not supported")
+    return steps, d
+
+
+def _space_ends(op: str, start, end, steps: int, d: dt.DType) -> tuple:
+    """The end points as `_space_end` makes them; like torch, only those used are checked
+    (none for 0 steps; for 1, start as a fill value, float16 against float32's range, and
+    logspace's single value after its pow)."""
+    if steps <= 1:
+        for name, v in (("start", start), ("end", end)):
+            _space_end(op, name, v, dt.float64)                   # numbers all the same
+        if steps == 0 or op == "logspace":
+            v = start.item() if isinstance(start, Tensor) else start
+            return float(v), None
+        return _space_end(op, "start", start, _fill_check(d)), None
+    return _space_end(op, "start", start, d), _space_end(op, "end", end, d)
+
+
+def _fill_check(d: dt.DType) -> dt.DType:
+    """The dtype torch's fill checks a value against (float16's fill goes through float)."""
+    return dt.float32 if d is dt.float16 else d
+
+
+def _space_end(op: str, name: str, v, d: dt.DType):
+    """An end point (a number or a 0-d tensor) as a value of `d`, held in a Python number:
+    truncated for an integer dtype, rounded for a float one (via float32, as torch's
+    conversion does); out of `d`'s range raises, as torch."""
+    if isinstance(v, Tensor):
+        v = v.item()
+    if not isinstance(v, (numbers.Real, np.generic)) or isinstance(v, (bool, np.bool_)):
+        raise DTypeError(f"{op}: {name} must be a real number, got {v!r}")
+    if d.is_int:
+        if isinstance(v, (numbers.Integral, np.integer)):
+            return fit_int(op, v, d)
+        info = np.iinfo(d.np)
+        v = float(v)
+        if not info.min <= v < info.max + 1.0:     # NaN and inf fail too
+            raise DTypeError(f"{op}: {name} {v} cannot be converted to {d.name} without "
+                             f"overflow ({info.min}..{info.max})")
+        return int(v)                              # toward zero
+    v = float(v)
+    if math.isfinite(v) and abs(v) > float(np.finfo(d.np).max):
+        raise DTypeError(f"{op}: {name} {v} cannot be converted to {d.name} without overflow")
+    if d is dt.float64:
+        return v
+    return float(d.np.type(np.float32(v)))
+
+
+def _fma(a, b, c, acc):
+    """`a * b + c` rounded once, in `acc` (float32 or float64), elementwise: torch's kernel
+    is compiled with fused multiply-adds. float32 products are exact in float64; float64 ones
+    are split exactly (Dekker's product and Knuth's sum of the error terms)."""
+    with np.errstate(all="ignore"):
+        if acc is np.float32:
+            exact = np.float64(a) * np.asarray(b, np.float64) + np.float64(c)
+            return exact.astype(np.float32)
+        a, b, c = np.float64(a), np.asarray(b, np.float64), np.float64(c)
+        p = a * b
+        split = 134217729.0                         # 2**27 + 1
+        ah = split * a - (split * a - a)
+        bh = split * b - (split * b - b)
+        al, bl = a - ah, b - bh
+        err = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+        s = p + c
+        bb = s - p
+        t = (p - (s - bb)) + (c - bb)
+        return np.where(np.isfinite(err), s + (t + err), s)
+
+
+def _spaced_half(a: float, b: float, steps: int) -> np.ndarray:
+    """torch's float16 linspace: every operation rounded to half (its Half arithmetic)."""
+    h, f = np.float16, np.float32
+    a, b = h(a), h(b)
+    step = h(f(h(f(b) - f(a))) / f(h(steps - 1)))
+    i = np.arange(steps)
+    with np.errstate(all="ignore"):
+        up = h(f(a) + f(h(f(step) * f(h(i)))))
+        down = h(f(b) - f(h(f(step) * f(h(steps - 1 - i)))))
+    return np.where(i < steps // 2, up, down)
+
+
+def _pow(base: float, e: float) -> float:
+    """C's pow (numpy's differs from it in the last bit): NaN for a negative base to a
+    fractional power, a signed infinity on overflow."""
+    try:
+        return math.pow(base, e)
+    except ValueError:
+        return math.nan
+    except OverflowError:
+        odd = base < 0 and e == int(e) and int(e) % 2 == 1
+        return -math.inf if odd else math.inf
+
+
+def _spaced_tensor(vals: np.ndarray, d: dt.DType, device, requires_grad: bool) -> Tensor:
+    with np.errstate(all="ignore"):
+        if d is dt.float16:                       # torch's Half from double goes via float
+            vals = vals.astype(np.float32)
+        host = np.trunc(vals) if d.is_int and vals.dtype.kind == "f" else vals
+        host = host.astype(d.np)
+    out = tensor(host, dtype=d, device=device)
     return out.require_grad() if requires_grad else out
 
 

@@ -4,18 +4,20 @@ in-place forms, index_fill, index_copy, index_reduce, put, nn.functional.one_hot
 composites of `where`, `gather`, `scatter_add`,
 `index_select` and the reductions: every backend runs them and autodiff differentiates them.
 
-Writes follow one pattern (the one `x[idx] = v` uses): `scatter_add` places the values in a
-zero tensor, a second `scatter_add` of ones marks the positions hit, and `where` keeps the
-input elsewhere, so gradients reach the written values and the input's untouched positions.
-A target written twice gets an unspecified value (torch leaves it undefined too), except
-where the op accumulates. scatter_reduce's prod/amax/amin compare every index entry with
-every target position along `dim` (O(index.numel() * size) memory), then reduce.
+Writes follow one pattern: `_last_writes` picks the one write each target keeps (the last
+in the index's row-major order, as torch's CPU kernels do; lazily, with a few rounds of
+`scatter_add` and `gather`) and marks the targets hit, `scatter_add` places the kept values
+in a zero tensor, and `where` keeps the input elsewhere, so gradients reach the winning
+values and the input's untouched positions; ops that accumulate add every write instead.
+scatter_reduce's prod/amax/amin compare every index entry with every target position along
+`dim` (O(index.numel() * size) memory), then reduce.
 
 `masked_select`, `nonzero` and `argwhere` (and a boolean index in `index_put`) read their
 mask's values now, as their output's size depends on them; everything else stays lazy.
 """
 from __future__ import annotations
 
+import math
 import numbers
 import operator
 
@@ -26,7 +28,7 @@ from . import shape as sh
 from .creation import arange, full
 from .dispatch import DispatchTensor, common_device
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
-from .functional import (as_tensor, binary, cat, check_known_index, expand, gather,
+from .functional import (as_tensor, binary, cat, check_known_index, expand, gather, index_add,
                          index_select, index_tensor, method, refuse_byte_index, scatter_add, to,
                          where)
 from .inplace import rebind
@@ -72,14 +74,88 @@ def _scalar_value(op: str, value) -> bool:
                      f"{type(value).__name__}")
 
 
-def _place(x: Tensor, d: int, index: Tensor, src: Tensor):
-    """`(placed, hit)`: `src` scattered along `d` at `index` into zeros shaped like `x` (in
-    x's work dtype), and the bool mask of the positions written."""
+# float32 exponents of the winner search's weights: normal numbers (a GPU may flush smaller)
+_LOW_EXP, _HIGH_EXP = -126, 127
+
+
+def _digit_plan(op: str, length: int) -> list[tuple[int, int, int]]:
+    """`(place, radix, spacing)` of each digit of the positions `range(length)`, lowest
+    first. A digit's round sums the weights `2 ** (spacing * digit)` of a target's
+    candidates in float32. At most `place` of them share a digit value and each add rounds
+    up by at most 2**-24 (at most `length` adds), so with this spacing the sum stays below
+    `2 ** spacing` times its largest weight, and only that weight times `2 ** spacing`
+    exceeds the sum."""
+    grow = length * 2.0 ** -24 / math.log(2)   # log2 of float32's rounding growth
+    plan, place = [], 1
+    while place < length:
+        s = 2
+        while math.log2(place) + math.log2(2 ** s / (2 ** s - 1)) + grow + 0.1 > s:
+            s += 1
+        radix = min((_HIGH_EXP - _LOW_EXP) // s, -(-length // place))
+        if radix < 2:
+            raise ShapeError(f"{op}: {length} writes along one dim are more than the "
+                             "last-write search handles")
+        plan.append((place, radix, s))
+        place *= radix
+    return plan
+
+
+def _digit_table(values: np.ndarray, place: int, length: int, like: Tensor) -> Tensor:
+    """`values[(p // place) % len(values)]` for each position `p < length`, as a lazy
+    broadcast of the small table (no division on the device)."""
+    radix = len(values)
+    reps = -(-length // (place * radix))
+    table = as_tensor(values, like).reshape(1, radix, 1)
+    return expand(table, (reps, radix, place)).reshape(-1)[:length]
+
+
+def _last_writes(op: str, shape: tuple, d: int, index: Tensor):
+    """`(keep, hit)` of writes along `d` at `index` into a tensor of `shape`: `keep` (shaped
+    like index, or None for all) marks the write each target keeps, the last in row-major
+    order (entries sharing a target differ only along `d`: the one with the largest position
+    there), and `hit` (shaped like `shape`) the targets written.
+
+    Lazy and exact: each round keeps, per target, the candidates whose next digit of their
+    position is the largest (see `_digit_plan`), one scatter_add and one gather a round; one
+    round covers 126 positions along `d`, two 3906, four a million."""
+    n = index.shape[d]
+    dev = index.device
+    if n <= 1:  # no target can be written twice
+        ones = full(index.shape, 1, dtype=dt.int32, device=dev)
+        return None, scatter_add(full(shape, 0, dtype=dt.int32, device=dev), d, index, ones) > 0
+    view = [1] * index.ndim
+    view[d] = n
+    zeros = full(shape, 0, dtype=dt.float32, device=dev)
+    keep = hit = None
+    for place, radix, s in reversed(_digit_plan(op, n)):
+        exps = _LOW_EXP + s * np.arange(radix)
+        weight = _digit_table(np.ldexp(np.float32(1), exps), place, n, zeros).reshape(view)
+        bound = _digit_table(np.ldexp(np.float32(1), exps + s), place, n, zeros).reshape(view)
+        total = scatter_add(zeros, d, index, expand(weight, index.shape) if keep is None
+                            else where(keep, weight, 0.0))
+        if hit is None:
+            hit = total > 0
+        top = bound > gather(total, d, index)
+        keep = top if keep is None else keep & top
+    return keep, hit
+
+
+def _kept(src: Tensor, keep, work: dt.DType) -> Tensor:
+    """`src` in `work`, zero where `keep` (broadcast; None keeps all) is False."""
+    src = to(src, work)
+    return src if keep is None else where(keep, src, 0)
+
+
+def _place(op: str, x: Tensor, d: int, index: Tensor, src: Tensor) -> Tensor:
+    """`x` with `src` written along `d` at `index`, one value a target (the last write wins,
+    see `_last_writes`): gradients reach the winning `src` entries and x's kept positions."""
     work = _work_dtype(x.dtype)
-    placed = scatter_add(full(x.shape, 0, dtype=work, device=x.device), d, index, to(src, work))
-    ones = full(index.shape, 1, dtype=dt.int32, device=x.device)
-    hit = scatter_add(full(x.shape, 0, dtype=dt.int32, device=x.device), d, index, ones) > 0
-    return to(placed, x.dtype), hit
+    keep, hit = _last_writes(op, x.shape, d, index)
+    if keep is not None and src.shape != index.shape:
+        src = src[tuple(slice(0, s) for s in index.shape)]
+    placed = scatter_add(full(x.shape, 0, dtype=work, device=x.device), d, index,
+                         _kept(src, keep, work))
+    return where(hit, to(placed, x.dtype), x)
 
 
 def _same_dtype(op: str, x: Tensor, src: Tensor) -> None:
@@ -200,9 +276,9 @@ def scatter(input, dim: int, index, src=None, *, value=None,  # noqa: A002 - tor
             reduce: str | None = None) -> Tensor:
     """torch.scatter: a copy of `input` with `src[i][j]` written at `[index[i][j]][j]` (for
     dim 0), or the number `value` at every indexed position; `src` may be a number too (as
-    torch's `scatter(dim, index, value)`). `reduce="add"`/`"multiply"` combine with the
-    input instead of overwriting. Gradients reach `src` (gathered) and input's kept
-    positions."""
+    torch's `scatter(dim, index, value)`); a position indexed twice gets the last write, as
+    torch on CPU. `reduce="add"`/`"multiply"` combine with the input instead of overwriting.
+    Gradients reach the written `src` entries and input's kept positions."""
     if (src is None) == (value is None):
         raise InvalidArgumentError("scatter: pass exactly one of src and value")
     if src is None:
@@ -221,8 +297,7 @@ def scatter(input, dim: int, index, src=None, *, value=None,  # noqa: A002 - tor
     x, d, idx, src = _scatter_args("scatter", x, dim, index, src)
     if idx.numel() == 0:
         return x0
-    placed, hit = _place(x, d, idx, src)
-    return where(hit, placed, x).reshape(x0.shape)
+    return _place("scatter", x, d, idx, src).reshape(x0.shape)
 
 
 @method(function=False)
@@ -262,8 +337,8 @@ def _dense_reduce(x: Tensor, d: int, idx: Tensor, src: Tensor, reduce: str,
     if include_self:
         x_l = movedim(x, d, -1)[tuple(slice(0, s) for s in idx_l.shape[:-1])]
         contrib = cat([x_l.unsqueeze(-2), contrib], -2)
-    fn = {"prod": lambda t: t.prod(-2), "amax": lambda t: t.max(-2),
-          "amin": lambda t: t.min(-2)}[reduce]
+    fn = {"prod": lambda t: t.prod(-2), "amax": lambda t: t.amax(-2),
+          "amin": lambda t: t.amin(-2)}[reduce]
     reduced = to(fn(contrib), x.dtype)
     hit = onehot.any(-2)
     reduced, hit = movedim(reduced, -1, d), movedim(hit, -1, d)
@@ -355,10 +430,11 @@ def _index_list(x: Tensor, indices) -> list:
     return out
 
 
-def _flat_positions(x: Tensor, idx: list) -> Tensor:
-    """The row-major positions in `x` of `x[idx]` (shape: the indices broadcast, then x's
-    unindexed dims). Each index passes through a gather, which checks its range when the
-    op runs; negative entries count from the end."""
+def _flat_positions(x: Tensor, idx: list):
+    """`(positions, lead)`: the row-major positions in `x` of `x[idx]` (shape: the indices
+    broadcast, then x's unindexed dims), and those in the indexed leading dims alone (shape:
+    the indices broadcast). Each index passes through a gather, which checks its range when
+    the op runs; negative entries count from the end."""
     shape = sh.broadcast("index_put", *(t.shape for t in idx)) if len(idx) > 1 \
         else idx[0].shape
     lin = None
@@ -371,17 +447,18 @@ def _flat_positions(x: Tensor, idx: list) -> Tensor:
     rest = x.shape[len(idx):]
     r = sh.numel(rest)
     if not rest:
-        return lin
+        return lin, lin
     within = arange(r, device=x.device).reshape(rest)
-    return lin.reshape(shape + (1,) * len(rest)) * r + within
+    return lin.reshape(shape + (1,) * len(rest)) * r + within, lin
 
 
 @method(function=False)
 def index_put(input, indices, values, accumulate: bool = False) -> Tensor:  # noqa: A002
     """torch.index_put: a copy of `input` with `input[indices] = values` (`indices` a tuple
     of integer or bool tensors for the leading dims, broadcast together; `values` broadcast
-    to the indexed shape), or `+=` with `accumulate=True`, where repeated positions add up.
-    Gradients reach `values` and input's kept positions."""
+    to the indexed shape; a position indexed twice gets the last write), or `+=` with
+    `accumulate=True`, where repeated positions add up. Gradients reach the written `values`
+    and input's kept positions."""
     x = tensor_arg("index_put", input)
     idx = _index_list(x, indices)
     if not idx:
@@ -394,21 +471,26 @@ def index_put(input, indices, values, accumulate: bool = False) -> Tensor:  # no
         if v.dtype is not x.dtype:
             raise DTypeError(f"index_put: values must have the input's dtype {x.dtype.name}, "
                              f"got {v.dtype.name}")
-    pos = _flat_positions(x, idx)
+    pos, lead = _flat_positions(x, idx)
     try:
         v = expand(v, pos.shape) if v.shape != pos.shape else v
     except ShapeError:
         raise ShapeError(f"index_put: values of shape {v.shape} do not broadcast to the "
                          f"indexed shape {pos.shape} of input shape {x.shape}") from None
     n = x.numel()
-    flat_x, flat_pos, flat_v = x.reshape(n), pos.reshape(-1), v.reshape(-1)
+    work = _work_dtype(x.dtype)
     if accumulate:
-        work = _work_dtype(x.dtype)
-        out = to(scatter_add(to(flat_x, work), 0, flat_pos, to(flat_v, work)), x.dtype)
-    else:
-        placed, hit = _place(flat_x, 0, flat_pos, flat_v)
-        out = where(hit, placed, flat_x)
-    return out.reshape(x.shape)
+        out = scatter_add(to(x.reshape(n), work), 0, pos.reshape(-1), to(v, work).reshape(-1))
+        return to(out, x.dtype).reshape(x.shape)
+    # the last write of each indexed slot wins: found over the leading dims alone
+    tail = (1,) * (x.ndim - len(idx))
+    keep, hit = _last_writes("index_put", (sh.numel(x.shape[:len(idx)]),), 0,
+                             lead.reshape(-1))
+    v = _kept(v, None if keep is None else keep.reshape(lead.shape + tail), work)
+    placed = scatter_add(full((n,), 0, dtype=work, device=x.device), 0, pos.reshape(-1),
+                         v.reshape(-1))
+    hit = hit.reshape(x.shape[:len(idx)] + tail)
+    return where(hit, to(placed, x.dtype).reshape(x.shape), x)
 
 
 @method(function=False)
@@ -493,16 +575,23 @@ def _index_source(op: str, x: Tensor, d: int, idx: Tensor, source) -> Tensor:
 @method(function=False)
 def index_copy(input, dim: int, index, source) -> Tensor:  # noqa: A002 - torch's name
     """torch.index_copy: a copy of `input` with slice `i` of `source` along `dim` written at
-    `index[i]` (an id given twice gets one of its slices, unspecified which, as in torch).
-    Gradients reach `source` and input's kept slices."""
+    `index[i]` (an id given twice gets its last slice, as torch on CPU). Gradients reach
+    `source` and input's kept slices."""
     x = tensor_arg("index_copy", input)
     d, idx = _row_index("index_copy", x, dim, index, negative=False)
     src = _index_source("index_copy", x, d, idx, source)
     if idx.numel() == 0:
         return x
     x1 = x.reshape(1) if x.ndim == 0 else x
-    placed, hit = _place(x1, d, _along(idx, d, src.shape), src)
-    return where(hit, placed, x1).reshape(x.shape)
+    work = _work_dtype(x.dtype)
+    keep, hit = _last_writes("index_copy", (x1.shape[d],), 0, idx)   # the last id wins
+    view = [1] * x1.ndim
+    view[d] = -1
+    if keep is not None:
+        keep = keep.reshape(tuple(view))
+    placed = index_add(full(x1.shape, 0, dtype=work, device=x.device), d, idx,
+                       _kept(src, keep, work))
+    return where(hit.reshape(tuple(view)), to(placed, x.dtype), x1).reshape(x.shape)
 
 
 @method(function=False)
@@ -542,8 +631,8 @@ def index_reduce_(input, dim: int, index, source, reduce: str,  # noqa: A002 - t
 @method(function=False)
 def put(input, index, source, accumulate: bool = False) -> Tensor:  # noqa: A002 - torch's name
     """torch.put: a copy of `input` with `source`'s elements written at `index`, both taken
-    as 1-D (input in row-major order; negative ids count from the end), or added with
-    `accumulate=True`, where repeated ids add up."""
+    as 1-D (input in row-major order; negative ids count from the end; a repeated id gets
+    the last write), or added with `accumulate=True`, where repeated ids add up."""
     x = tensor_arg("put", input)
     idx = index_tensor("put", index, x)
     src = tensor_arg("put", source)
@@ -564,8 +653,7 @@ def put(input, index, source, accumulate: bool = False) -> Tensor:  # noqa: A002
         work = _work_dtype(x.dtype)
         out = to(scatter_add(to(flat_x, work), 0, flat, to(flat_v, work)), x.dtype)
     else:
-        placed, hit = _place(flat_x, 0, flat, flat_v)
-        out = where(hit, placed, flat_x)
+        out = _place("put", flat_x, 0, flat, flat_v)
     return out.reshape(x.shape)
 
 

@@ -140,9 +140,12 @@ class Tensor(DispatchTensor):
 
     # ------------------------------------------------------------------ conversion
     def to(self, *args, dtype=None, device=None) -> "Tensor":
-        """`.to(dtype)`, `.to(device)` or both; returns self when nothing changes."""
+        """`.to(dtype)`, `.to(device)`, both, or `.to(other)` (other's dtype and device);
+        returns self when nothing changes. torch's `non_blocking`/`copy` are not taken."""
         for a in args:
-            if isinstance(a, (DType, type, np.dtype)) or (isinstance(a, str) and _is_dtype_name(a)):
+            if isinstance(a, Tensor):
+                dtype, device = a.dtype, a.device
+            elif isinstance(a, (DType, type, np.dtype)) or (isinstance(a, str) and _is_dtype_name(a)):
                 dtype = a
             else:
                 device = a

@@ -79,8 +79,20 @@ def test_setitem(device):
     z[mask] = -1.0                                     # torch's x[x > t] = v
     ref[ref > 1.0] = -1.0
     np.testing.assert_allclose(z.numpy(), ref)
-    with pytest.raises(InvalidArgumentError, match="twice"):
-        z[0, [1, 1]] = 2.0
+    z[0, [1, 1]] = lazyt.tensor(np.array([2.0, 3.0], np.float32), device=device)
+    ref[0, [1, 1]] = [2.0, 3.0]                        # a repeated position: the last write
+    np.testing.assert_allclose(z.numpy(), ref)
+    z[[0, 2], [3, 0]] = 6.0                            # several index lists
+    ref[[0, 2], [3, 0]] = 6.0
+    np.testing.assert_allclose(z.numpy(), ref)
+    rows = z[:, 0] > 0
+    z[rows] = 9.0                                      # a mask over the leading dim
+    ref[ref[:, 0] > 0] = 9.0
+    np.testing.assert_allclose(z.numpy(), ref)
+    m = z < 0
+    z[m] = lazyt.arange(int(m.sum()), device=device).float()  # one value per selected element
+    ref[ref < 0] = np.arange(int((ref < 0).sum()))
+    np.testing.assert_allclose(z.numpy(), ref)
     with pytest.raises(ShapeError, match="broadcast"):
         z[0] = lazyt.ones(3, device=device)
 
@@ -89,6 +101,8 @@ def test_setitem_of_ints_and_bools(device):
     i = T([1, 2, 3], device, np.int64)
     i[1] = 20
     assert i.numpy().tolist() == [1, 20, 3] and i.dtype is lazyt.int64
+    i[2] = -2.7                                        # cast as torch casts: truncation
+    assert i.numpy().tolist() == [1, 20, -2] and i.dtype is lazyt.int64
     b = lazyt.tensor([True, False, True], device=device)
     b[0] = False
     assert b.numpy().tolist() == [False, False, True]

@@ -60,11 +60,24 @@ def test_mean(device, check, rng, dim, keepdim, dtype):
 @pytest.mark.parametrize("keepdim", [False, True])
 @pytest.mark.parametrize("dtype", [F32, F64, I64, I32, I16, I8, U8], ids=str)
 @pytest.mark.parametrize("fn", ["max", "min"])
-def test_max_min_values_only(device, check, rng, dim, keepdim, dtype, fn):
+def test_max_min(device, check, rng, dim, keepdim, dtype, fn):
+    """amax/amin give the values over any dims; max/min over one int dim the pair."""
     a = _values(rng, (2, 3, 4), dtype)
-    out = getattr(T(a, device), fn)(dim=dim, keepdim=keepdim)
-    assert isinstance(out, lazyt.Tensor)  # values only, no (values, indices) pair
-    check(out, getattr(np, fn)(a, axis=dim, keepdims=keepdim), device=device)
+    x = T(a, device)
+    out = getattr(x, "a" + fn)(dim=dim, keepdim=keepdim)
+    assert isinstance(out, lazyt.Tensor)
+    want = getattr(np, fn)(a, axis=dim, keepdims=keepdim)
+    check(out, want, device=device)
+    if dim is None:
+        check(getattr(x, fn)(), np.asarray(getattr(np, fn)(a)), device=device)
+    elif isinstance(dim, int):
+        pair = getattr(x, fn)(dim=dim, keepdim=keepdim)
+        check(pair.values, want, device=device)
+        idx = getattr(np, "arg" + fn)(a, axis=dim)
+        check(pair.indices, np.expand_dims(idx, dim) if keepdim else idx, device=device)
+    else:
+        with pytest.raises(lazyt.InvalidArgumentError, match=f"a{fn}"):
+            getattr(x, fn)(dim=dim, keepdim=keepdim)
 
 
 @pytest.mark.parametrize("dim", DIMS_3D, ids=str)
@@ -131,8 +144,10 @@ def test_var_std_positional_dim(device, check, rng):
 def test_reduction_positional_dim(device, check, rng, fn):
     a = _values(rng, (3, 4), F32)
     expected = getattr(np, fn)(a, axis=1)
-    check(getattr(T(a, device), fn)(1), expected)
-    check(getattr(T(a, device), fn)(-2, True), getattr(np, fn)(a, axis=-2, keepdims=True))
+    values = (lambda r: r.values) if fn in ("max", "min") else (lambda r: r)
+    check(values(getattr(T(a, device), fn)(1)), expected)
+    check(values(getattr(T(a, device), fn)(-2, True)),
+          getattr(np, fn)(a, axis=-2, keepdims=True))
 
 
 # ------------------------------------------------------------------ zero-size and 0-d
@@ -148,10 +163,11 @@ def test_sum_over_zero_size_dim_is_zero(device, check, dim, keepdim):
 
 def test_reduce_nonempty_dim_of_empty_tensor(device, check):
     a = np.zeros((0, 3), np.float32)
-    for fn in ("sum", "mean", "max", "min", "prod"):
+    for fn in ("sum", "mean", "amax", "amin", "prod"):
         check(getattr(T(a, device), fn)(dim=1), getattr(np, fn)(a, axis=1))
     check(T(a, device).argmax(dim=1), np.zeros((0,), np.int64))
-    check(T(a, device).max(dim=1, keepdim=True), np.zeros((0, 1), np.float32))
+    check(T(a, device).max(dim=1, keepdim=True).values, np.zeros((0, 1), np.float32))
+    check(T(a, device).max(dim=1, keepdim=True).indices, np.zeros((0, 1), np.int64))
 
 
 @pytest.mark.parametrize("fn", ["max", "min", "argmax", "argmin"])
@@ -169,8 +185,11 @@ def test_reduce_0d(device, check, fn):
     a = np.array(2.5, np.float32)
     t = T(a, device)
     check(getattr(t, fn)(), np.array(2.5, np.float32))
-    check(getattr(t, fn)(dim=0), np.array(2.5, np.float32))     # torch: dim 0 / -1 of a 0-d tensor
-    check(getattr(t, fn)(dim=-1, keepdim=True), np.array(2.5, np.float32))
+    values = (lambda r: r.values) if fn in ("max", "min") else (lambda r: r)
+    check(values(getattr(t, fn)(dim=0)), np.array(2.5, np.float32))  # torch: dim 0 / -1 of 0-d
+    check(values(getattr(t, fn)(dim=-1, keepdim=True)), np.array(2.5, np.float32))
+    if fn in ("max", "min"):
+        check(getattr(t, fn)(dim=0).indices, np.array(0, np.int64))
     check(t.argmax(), np.array(0, np.int64))
 
 

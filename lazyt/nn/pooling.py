@@ -107,7 +107,7 @@ def _max_pool(fn: str, n: int, input, kernel_size, stride, padding, dilation,  #
         fn, x, kernel_size, stride, padding, dilation, ceil_mode, n, "effective kernel size")
     views = windows(x, kernel, stride, dilation, padding, out, float("-inf"))
     stacked = stack(views, 2)  # (N, C, K, *out)
-    y = stacked.max(2)
+    y = stacked.amax(2)
     if not return_indices:
         return y.squeeze(0) if unbatched else y
     table = _flat_positions(x.shape[2:], kernel, stride, padding, dilation, out)
@@ -286,7 +286,7 @@ def _adaptive_max_pool(fn: str, n: int, input, output_size,  # noqa: A002
     idx = creation.tensor(table.reshape(-1), device=x.device)
     nb, c = x.shape[:2]
     stacked = x.reshape(nb, c, -1).index_select(2, idx).reshape(nb, c, *table.shape)
-    y = stacked.max(2)
+    y = stacked.amax(2)
     if not return_indices:
         return y.squeeze(0) if unbatched else y
     which = stacked.argmax(2, keepdim=True)  # the first maximum, as torch

@@ -40,7 +40,7 @@ def _mlp(dev, seed=0):
     x, w1, b1, w2, b2 = (lazyt.tensor(a, device=dev) for a in arrays)
     h = (x @ w1 + b1).relu()
     logits = h @ w2 + b2
-    e = (logits - logits.max(dim=-1, keepdim=True)).exp()
+    e = (logits - logits.amax(dim=-1, keepdim=True)).exp()
     return arrays, e / e.sum(dim=-1, keepdim=True)
 
 

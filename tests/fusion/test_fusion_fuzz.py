@@ -108,7 +108,8 @@ def _apply(name: str, x, y, c: int, rng: np.random.Generator):
         if name in ("max", "argmax") and x.shape[dim] == 0:
             return x.sum(dim)
         keep = bool((c // 8) % 2)
-        return getattr(x, name)(dim, keepdim=keep) if c % 5 else getattr(x, name)()
+        fn = "amax" if name == "max" else name   # max(dim) is the (values, indices) pair
+        return getattr(x, fn)(dim, keepdim=keep) if c % 5 else getattr(x, name)()
     if name == "matmul":
         x = x if x.dtype is not lazyt.bool_ else x.float()
         if nd >= 2:
