@@ -26,7 +26,8 @@ import numpy as np
 from . import dtype as dt
 from . import shape as sh
 from .creation import arange, full
-from .dispatch import DispatchTensor, common_device
+from .capture_state import STATE as _CAPTURE
+from .dispatch import Dispatch, DispatchTensor, common_device
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 from .functional import (as_tensor, binary, cat, check_known_index, expand, gather, index_add,
                          index_select, index_tensor, method, refuse_byte_index, scatter_add, to,
@@ -117,7 +118,12 @@ def _last_writes(op: str, shape: tuple, d: int, index: Tensor):
 
     Lazy and exact: each round keeps, per target, the candidates whose next digit of their
     position is the largest (see `_digit_plan`), one scatter_add and one gather a round; one
-    round covers 126 positions along `d`, two 3906, four a million."""
+    round covers 126 positions along `d`, two 3906, four a million. When the index's values
+    are already on the host (ids made from data, outside `lazyt.compile`), both masks are
+    found there in one pass and uploaded instead."""
+    known = _known_last_writes(shape, d, index)
+    if known is not None:
+        return known
     n = index.shape[d]
     dev = index.device
     if n <= 1:  # no target can be written twice
@@ -138,6 +144,29 @@ def _last_writes(op: str, shape: tuple, d: int, index: Tensor):
         top = bound > gather(total, d, index)
         keep = top if keep is None else keep & top
     return keep, hit
+
+
+def _known_last_writes(shape: tuple, d: int, index: Tensor):
+    """`_last_writes`'s `(keep, hit)` computed on the host when `index`'s values are there
+    and in range (else None: the lazy rounds run, and the kernels check the range)."""
+    if _CAPTURE.session is not None:   # a replay must follow new index values
+        return None
+    a = Dispatch.host_value(index)
+    if a is None or a.dtype.kind not in "iu" or a.size == 0 or a.shape != tuple(index.shape):
+        return None
+    if a.min() < 0 or a.max() >= shape[d]:
+        return None
+    strides = [sh.numel(shape[k + 1:]) for k in range(len(shape))]
+    target = a.astype(np.int64) * strides[d]
+    for k, grid in enumerate(np.indices(a.shape, sparse=True)):
+        if k != d and a.shape[k] > 1:
+            target = target + grid * strides[k]
+    order = np.arange(a.size, dtype=np.int64).reshape(a.shape)
+    last = np.full(sh.numel(shape), -1, np.int64)
+    last[target.reshape(-1)] = order.reshape(-1)          # numpy: the last assignment wins
+    keep = last[target] == order
+    hit = as_tensor((last >= 0).reshape(shape), index)
+    return (None if keep.all() else as_tensor(keep, index)), hit
 
 
 def _kept(src: Tensor, keep, work: dt.DType) -> Tensor:

@@ -9,6 +9,15 @@ import lazyt
 from lazyt.testing import gradcheck
 
 
+@pytest.fixture(autouse=True, params=["host", "lazy"])
+def winner_search(request, monkeypatch):
+    """Index values already on the host are resolved there; pending ones by the lazy rounds:
+    every test runs both ways."""
+    if request.param == "lazy":
+        monkeypatch.setattr(lazyt.selection, "_known_last_writes", lambda *a: None)
+    return request.param
+
+
 def _t(a, device, dtype=None):
     """A lazyt tensor of `a` (a list of floats is float32, as lazyt.tensor makes it)."""
     return lazyt.tensor(a, dtype=dtype, device=device)
@@ -312,3 +321,28 @@ def test_gradcheck_with_duplicates(op):
     }
     fn, shape = fns[op]
     assert gradcheck(lambda a, b: fn(a, b) * 1.5, [x, _f64(shape, 3)])
+
+
+def test_ids_on_the_host_skip_the_lazy_rounds(winner_search, monkeypatch):
+    """ids made from data are resolved on the host (one pass); ids from pending ops, and any
+    ids inside lazyt.compile, take the lazy rounds."""
+    if winner_search == "lazy":
+        pytest.skip("this test patches the searches itself")
+    rounds = []
+    real = lazyt.selection._digit_plan
+    monkeypatch.setattr(lazyt.selection, "_digit_plan",
+                        lambda *a: rounds.append(a) or real(*a))
+    z, src = lazyt.zeros(3), lazyt.tensor([1.0, 2.0, 4.0])
+    ids = lazyt.tensor([1, 1, 0])
+    assert lazyt.scatter(z, 0, ids, src).numpy().tolist() == [4, 2, 0]
+    assert not rounds
+    assert lazyt.scatter(z, 0, ids + 0, src).numpy().tolist() == [4, 2, 0]   # pending ids
+    assert rounds
+    rounds.clear()
+    f = lazyt.compile(lambda i, s: lazyt.scatter(lazyt.zeros(3), 0, i, s))
+    for ids_np in ([1, 1, 0], [2, 0, 2]):
+        got = f(lazyt.tensor(ids_np), src).numpy()
+        want = np.zeros(3, np.float32)
+        want[np.array(ids_np)] = [1.0, 2.0, 4.0]
+        np.testing.assert_array_equal(got, want)
+    assert rounds
