@@ -93,8 +93,10 @@ def _flatten(obj, leaves: list, path: str = "") -> Any:
         leaves.append(obj)
         return ("T", len(leaves) - 1)
     if isinstance(obj, (list, tuple)):
-        return (type(obj).__name__, tuple(_flatten(o, leaves, f"{path}[{i}]")
-                                          for i, o in enumerate(obj)))
+        items = tuple(_flatten(o, leaves, f"{path}[{i}]") for i, o in enumerate(obj))
+        if isinstance(obj, tuple) and hasattr(type(obj), "_fields"):   # a named tuple
+            return ("namedtuple", items, type(obj))
+        return ("list" if isinstance(obj, list) else "tuple", items)
     if isinstance(obj, dict):
         return ("dict", tuple((k, _flatten(v, leaves, f"{path}[{k!r}]"))
                               for k, v in obj.items()))
@@ -117,6 +119,8 @@ def _rebuild(struct, make: Callable[[int], Any]):
     if kind in ("list", "tuple"):
         items = [_rebuild(s, make) for s in struct[1]]
         return items if kind == "list" else tuple(items)
+    if kind == "namedtuple":   # max(dim)'s (values, indices), linalg's results, ...
+        return struct[2](*(_rebuild(s, make) for s in struct[1]))
     if kind == "dict":
         return {k: _rebuild(s, make) for k, s in struct[1]}
     return struct[2]

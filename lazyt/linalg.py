@@ -1,5 +1,6 @@
 """`lazyt.linalg`: torch.linalg's determinant, inverse, solve, factorizations (LU, QR,
-Cholesky), triangular solves and norms as composites.
+Cholesky), triangular solves, norms and spectral decompositions (eigh, svd and what builds
+on them) as composites.
 
 The factorizations are written with lazyt's own ops, one step per column over batches of
 matrices: Gaussian elimination with partial pivoting (argmax picks each pivot row as
@@ -10,20 +11,29 @@ the small and medium matrices models use; no LAPACK is called.
 
 A singular matrix is not checked (that would read its values): `det` gives 0, `inv` and
 `solve` give inf or NaN, as a division by a zero pivot does.
+
+eigh and svd are cyclic Jacobi iterations with a fixed number of sweeps, each sweep n - 1
+rounds of vectorized rotations (see the section "spectral" below).
 """
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 from collections import namedtuple
+from typing import NamedTuple
+
+import numpy as np
 
 from . import dtype as dt
 from .creation import arange
+from .creation import tensor as _tensor
 from .dispatch import common_device
 from .errors import InvalidArgumentError, ShapeError
 from .functional import cat, floating, where
 from .functional import matmul as _matmul
-from .mathops import tensor_arg
+from .layout import movedim
+from .mathops import isnan, tensor_arg
 from .moreops import cross as _cross
 from .moreops import exporter, take_along_dim
 from .moreops import norm as _vector_norm_impl
@@ -175,9 +185,9 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *,  # noqa: A002 - to
 @_export(method=False)
 def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: N803,A002
                 dtype=None) -> Tensor:
-    """The matrix norm over the two dims `dim`: "fro", or 1 / -1 (largest / smallest column
-    sum of magnitudes), inf / -inf (the same over rows). The spectral and nuclear norms
-    (2, -2, "nuc") need singular values, which lazyt.linalg does not compute."""
+    """The matrix norm over the two dims `dim`: "fro", 1 / -1 (largest / smallest column
+    sum of magnitudes), inf / -inf (the same over rows), 2 / -2 (largest / smallest singular
+    value) or "nuc" (their sum)."""
     x = tensor_arg("matrix_norm", A)
     if x.ndim < 2:
         raise ShapeError(f"matrix_norm: expected at least 2 dims, got shape {tuple(x.shape)}")
@@ -188,14 +198,12 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: N
         raise InvalidArgumentError(f"matrix_norm: dim={dim!r} names one dim twice")
     if ord == "fro":
         return _vector_norm_impl(x, 2, (r, c), keepdim, dtype)
-    if ord in ("nuc", 2, -2):
-        raise InvalidArgumentError(f"matrix_norm: ord={ord!r} needs singular values, which "
-                                   f"lazyt.linalg does not compute; use 'fro', 1, -1, inf "
-                                   f"or -inf")
-    if ord not in (1, -1, math.inf, -math.inf):
+    if ord not in ("nuc", 2, -2, 1, -1, math.inf, -math.inf):
         raise InvalidArgumentError(f"matrix_norm: ord={ord!r} is not a matrix norm ('fro', "
-                                   f"1, -1, inf or -inf)")
+                                   f"'nuc', 2, -2, 1, -1, inf or -inf)")
     x = floating(x) if dtype is None else x.to(dtype)
+    if ord in ("nuc", 2, -2):
+        return _singular_norm(x, ord, r, c, keepdim)
     sum_dim, pick_dim = (r, c) if abs(ord) == 1 else (c, r)
     s = x.abs().sum(sum_dim, keepdim=True)
     if ord > 0 and s.shape[pick_dim] == 0:                     # torch: no columns (rows) is 0
@@ -204,6 +212,22 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: N
         out = s.amax(pick_dim, keepdim=True) if ord > 0 else s.amin(pick_dim, keepdim=True)
     if not keepdim:
         out = out.squeeze(max(r, c)).squeeze(min(r, c))
+    return out
+
+
+def _singular_norm(x: Tensor, ord, r: int, c: int, keepdim: bool) -> Tensor:  # noqa: A002
+    """matrix_norm's 2, -2 and "nuc" from the singular values of the matrices in dims r, c."""
+    s = svdvals(movedim(x, (r, c), (-2, -1)))
+    if ord == -2 and s.shape[-1] == 0:
+        raise ShapeError(f"matrix_norm: ord=-2 needs at least one singular value, got "
+                         f"matrices of shape {(x.shape[r], x.shape[c])}")
+    if ord == 2:
+        out = s.amax(-1) if s.shape[-1] else s.sum(-1)         # torch: no values is 0
+    else:
+        out = s.amin(-1) if ord == -2 else s.sum(-1)
+    out = out.to(x.dtype)
+    if keepdim:
+        out = out.unsqueeze(min(r, c)).unsqueeze(max(r, c))
     return out
 
 
@@ -431,3 +455,361 @@ def lu_factor(A, *, pivot: bool = True):  # noqa: N803 - torch's name
     else:
         pivots = (picks[..., 0, :] + 1).to(dt.int32)
     return _LUFactorResult(packed, pivots)
+
+
+# ---------------------------------------------------------------------- spectral (Jacobi)
+# eigh rotates pairs of rows and columns of the symmetric matrix (two-sided Jacobi); svd
+# rotates pairs of columns until they are orthogonal (one-sided Jacobi, Hestenes), after a
+# Householder QR that makes the columns converge in fewer sweeps (Drmac and Veselic's
+# preconditioning). A sweep meets every pair once, grouped in round-robin order into n - 1
+# rounds (n for odd n) of disjoint pairs; a round is about 40 ops over all pairs at once,
+# O(n^2) work per matrix. The number of sweeps is fixed by size and dtype (`_sweeps`), so
+# nothing is read back to decide when to stop.
+
+_EighResult = namedtuple("eigh", "eigenvalues eigenvectors")
+_SVDResult = namedtuple("svd", "U S Vh")
+
+
+def _sweeps(n: int, dtype) -> int:
+    """Jacobi sweeps for n indices: convergence turns quadratic after about log2(n) sweeps;
+    float64 gets twice that, which strongly graded spectra (Hilbert matrices) need."""
+    if n < 2:
+        return 0
+    lg = math.ceil(math.log2(n))
+    return 2 * lg + 4 if dtype is dt.float64 else lg + 3
+
+
+@functools.lru_cache(maxsize=None)
+def _round_robin(n: int) -> tuple:
+    """One sweep's rounds over n indices (the circle method), as numpy arrays over the
+    indices: its partner (itself when it sits the round out, for odd n), the lower index of
+    its pair, and its side (0.5 for the lower index, -0.5 for the upper, 0 idle)."""
+    size = n + n % 2
+    ring = list(range(size))
+    rounds = []
+    for _ in range(size - 1):
+        partner, side = np.arange(n), np.zeros(n)
+        for i in range(size // 2):
+            p, q = sorted((ring[i], ring[size - 1 - i]))
+            if q < n:
+                partner[p], partner[q], side[p], side[q] = q, p, 0.5, -0.5
+        rounds.append((partner, np.minimum(np.arange(n), partner), side))
+        ring = [ring[0], ring[-1], *ring[1:-1]]
+    return tuple(rounds)
+
+
+class _Round(NamedTuple):
+    """A round's constants on the device: partner and lower index (int64 [n]), side and
+    flip = -2 * side ([n], the matrix's dtype), `active` (1 / 0 for the idle index; None
+    for even n) and, for eigh, `fixed` (the diagonal and the pairs' entries [n, n], set
+    directly after the rotation)."""
+    partner: Tensor
+    lower: Tensor
+    side: Tensor
+    flip: Tensor
+    active: Tensor | None
+    fixed: Tensor | None
+
+
+def _rounds(n: int, like: Tensor, fixed: bool = False) -> list:
+    """`_round_robin(n)` as `_Round`s on `like`'s device (`fixed` masks for eigh)."""
+    dev, np_dtype = like.device, like.dtype.np
+    out = []
+    for partner, lower, side in _round_robin(n):
+        mask = None
+        if fixed:
+            mask = np.eye(n, dtype=bool)
+            mask[np.arange(n), partner] = True
+            mask = _tensor(mask, device=dev)
+        out.append(_Round(_tensor(partner, device=dev), _tensor(lower, device=dev),
+                          _tensor(side.astype(np_dtype), device=dev),
+                          _tensor((-2 * side).astype(np_dtype), device=dev),
+                          _tensor((side != 0).astype(np_dtype), device=dev) if n % 2 else None,
+                          mask))
+    return out
+
+
+def _rotation(h: Tensor, g: Tensor) -> tuple:
+    """(t, s, w) of the rotation that zeroes g in the symmetric [[a, g], [g, b]] with
+    h = (b - a) / 2: tan, sin and 1 - cos, the last as s^2 / (1 + cos), so that an update
+    `x + (s * y - w * x)` keeps the part of cos that rounding cos itself loses (else the
+    vectors grow by about t^2 per rotation). g = 0 is the identity; `tiny` under the root
+    keeps the gradient finite there."""
+    r = (h * h + g * g + dt.finfo(h.dtype).tiny).sqrt()
+    t = where(h < 0, -g, g) / (h.abs() + r)
+    c = (t * t + 1.0).rsqrt()
+    s = t * c
+    return t, s, s * s / (c + 1.0)
+
+
+def _sqrt0(q: Tensor) -> Tensor:
+    """sqrt(q) for q >= 0 with a zero gradient (not NaN) at q = 0."""
+    pos = q > 0
+    return where(pos, where(pos, q, 1.0).sqrt(), 0.0)
+
+
+def _jacobi_eigh(a: Tensor, vectors: bool) -> tuple:
+    """Two-sided Jacobi on the symmetric matrices a [..., n, n] (scaled to magnitudes <= 1):
+    (the diagonal [..., n], the rotations V [..., n, n] or None), a = V diag V^T. After each
+    rotation the pair's diagonal gets a -+ t * g and its off-diagonal entries 0, as
+    Rutishauser's formulation: the rotated values would carry rounding of size |row|."""
+    n = a.shape[-1]
+    rows = arange(n, device=a.device).reshape(n, 1)
+    eye = (rows == arange(n, device=a.device)).to(a.dtype)
+    v = eye.expand(*a.shape) if vectors else None
+    rounds = _rounds(n, a, fixed=True)
+    for _ in range(_sweeps(n, a.dtype)):
+        for rd in rounds:
+            d = a.diagonal(0, -2, -1)
+            ap = a.index_select(-2, rd.partner)                     # each row's partner row
+            g = ap.diagonal(0, -2, -1).index_select(-1, rd.lower)   # a[q, p], same for both
+            if rd.active is not None:
+                g = g * rd.active
+            h = (d.index_select(-1, rd.partner) - d) * rd.side
+            t, s, w = _rotation(h, g)
+            s = s * rd.flip
+            a = a + (ap * s.unsqueeze(-1) - a * w.unsqueeze(-1))      # J^T a
+            sr, wr = s.unsqueeze(-2), w.unsqueeze(-2)
+            a = a + (a.index_select(-1, rd.partner) * sr - a * wr)      # (J^T a) J
+            a = where(rd.fixed, eye * (d + t * g * rd.flip).unsqueeze(-2), a)
+            if vectors:
+                v = v + (v.index_select(-1, rd.partner) * sr - v * wr)
+    return a.diagonal(0, -2, -1), v
+
+
+def _jacobi_columns(x: Tensor, vectors: bool) -> tuple:
+    """One-sided Jacobi on the columns of x [..., m, n] (scaled to magnitudes <= 1): (G, V)
+    with x V = G and G's columns orthogonal; V is None without `vectors`."""
+    n = x.shape[-1]
+    v = _batch_eye(tuple(x.shape[:-2]), n, x) if vectors else None
+    rounds = _rounds(n, x)
+    for _ in range(_sweeps(n, x.dtype)):
+        for rd in rounds:
+            xp = x.index_select(-1, rd.partner)
+            nrm = (x * x).sum(-2)
+            g = (x * xp).sum(-2).index_select(-1, rd.lower)
+            if rd.active is not None:
+                g = g * rd.active
+            h = (nrm.index_select(-1, rd.partner) - nrm) * rd.side
+            _, s, w = _rotation(h, g)
+            sr, wr = (s * rd.flip).unsqueeze(-2), w.unsqueeze(-2)
+            x = x + (xp * sr - x * wr)
+            if vectors:
+                v = v + (v.index_select(-1, rd.partner) * sr - v * wr)
+    return x, v
+
+
+def _householder(x: Tensor) -> tuple:
+    """Householder reflections of x [..., m, n], m >= n, scaled to magnitudes <= 1: (R
+    [..., n, n], the reflections (v [..., m, 1], tau [..., 1, 1]) with x = H_0 H_1 ... [R; 0],
+    H = I - tau v v^T). A column below sqrt(tiny) gets H = I (2 / |v|^2 would overflow);
+    no square root of 0 reaches the gradient."""
+    m, n = x.shape[-2], x.shape[-1]
+    rows = arange(m, device=x.device).reshape(m, 1)
+    least = math.sqrt(dt.finfo(x.dtype).tiny)
+    r, steps = x, []
+    for j in range(min(n, m - 1)):
+        col = where(rows >= j, r[..., :, j:j + 1], 0.0)
+        norm = _sqrt0((col * col).sum(-2, keepdim=True))
+        alpha = r[..., j:j + 1, j:j + 1]
+        v = where(rows == j, col + where(alpha >= 0, norm, -norm), col)  # v_j = alpha - beta
+        vv = (v * v).sum(-2, keepdim=True)
+        big = vv > least
+        tau = where(big, 2.0 / where(big, vv, 1.0), 0.0)
+        r = r - v * (tau * _matmul(v.transpose(-2, -1), r))
+        steps.append((v, tau))
+    return r[..., :n, :], steps
+
+
+def _apply_reflections(steps: list, y: Tensor) -> Tensor:
+    """H_0 H_1 ... y for `_householder`'s reflections."""
+    for v, tau in reversed(steps):
+        y = y - v * (tau * _matmul(v.transpose(-2, -1), y))
+    return y
+
+
+def _orthonormalize(u: Tensor) -> Tensor:
+    """Q of u [..., n, n] = Q R with R's diagonal >= 0: u's columns where they are
+    orthonormal, and an orthonormal completion in place of zero (or rounding-noise) columns
+    that follow them."""
+    r, steps = _householder(u)
+    q = _apply_reflections(steps, _batch_eye((), u.shape[-1], u))
+    return q * where(r.diagonal(0, -2, -1) < 0, -1.0, 1.0).unsqueeze(-2)
+
+
+def _scaled(x: Tensor) -> tuple:
+    """x / max|x| per matrix and that scale [..., 1, 1] (1 for a zero matrix), so squares
+    and sums of squares neither overflow nor underflow."""
+    scale = x.abs().amax((-2, -1), keepdim=True)
+    scale = where(scale == 0, 1.0, scale)
+    return x / scale, scale
+
+
+def _batch_eye(batch: tuple, n: int, like: Tensor) -> Tensor:
+    """Identity matrices [*batch, n, n] in `like`'s dtype and device."""
+    eye = arange(n, device=like.device).reshape(n, 1) == arange(n, device=like.device)
+    return eye.to(like.dtype).expand(*batch, n, n)
+
+
+def _eigh(op: str, A, UPLO: str, vectors: bool) -> tuple:  # noqa: N803 - torch's names
+    a = _square(op, A)
+    if UPLO not in ("L", "U"):
+        raise InvalidArgumentError(f"{op}: UPLO must be 'L' or 'U', got {UPLO!r}")
+    n, batch = a.shape[-1], tuple(a.shape[:-2])
+    if n == 0 or 0 in batch:
+        return a.new_zeros((*batch, n)), _batch_eye(batch, n, a)
+    rows = arange(n, device=a.device).reshape(n, 1)
+    cols = arange(n, device=a.device)
+    half = (cols <= rows) if UPLO == "L" else (cols >= rows)
+    a = where(half, a, a.transpose(-2, -1))                     # only the named triangle
+    a, scale = _scaled(a)
+    d, v = _jacobi_eigh(a, vectors)
+    order = d.argsort(-1)
+    w = take_along_dim(d, order, -1) * scale[..., 0]
+    return w, (take_along_dim(v, order.unsqueeze(-2), -1) if vectors else None)
+
+
+@_export(method=False)
+def eigh(A, UPLO: str = "L"):  # noqa: N803 - torch's names
+    """(eigenvalues ascending [..., n], eigenvectors as columns [..., n, n]) of each
+    symmetric matrix of `A`, read from its lower (UPLO="L") or upper triangle. Cyclic
+    two-sided Jacobi; each eigenvector's sign is whatever the rotations give (torch's is
+    LAPACK's, also arbitrary)."""
+    w, v = _eigh("eigh", A, UPLO, True)
+    return _EighResult(w, v)
+
+
+@_export(method=False)
+def eigvalsh(A, UPLO: str = "L") -> Tensor:  # noqa: N803 - torch's names
+    """The eigenvalues, ascending, of each symmetric matrix of `A` (see `eigh`)."""
+    return _eigh("eigvalsh", A, UPLO, False)[0]
+
+
+def _svd(op: str, A, vectors: bool, full: bool) -> tuple:  # noqa: N803 - the matrix's name
+    """(U, S, Vh) of each matrix of A, S descending; U and Vh None without `vectors`."""
+    x = _matrices(op, A)
+    batch = tuple(x.shape[:-2])
+    m0, n0 = x.shape[-2], x.shape[-1]
+    wide = m0 < n0
+    if wide:                                                    # svd(A^T), swapped back
+        x = x.transpose(-2, -1)
+    m, n = x.shape[-2], x.shape[-1]
+    if n == 0 or 0 in batch:
+        s = x.new_zeros((*batch, n))
+        if not vectors:
+            return None, s, None
+        u = _batch_eye(batch, m, x)[..., :, :m if full else n]
+        vh = x.new_zeros((*batch, n, n))
+        return (vh, s, u.transpose(-2, -1)) if wide else (u, s, vh)
+    x, scale = _scaled(x)
+    r, steps = _householder(x)
+    g, v = _jacobi_columns(r.transpose(-2, -1), vectors)      # R^T V = G
+    s = _sqrt0((g * g).sum(-2))
+    order = s.argsort(-1, descending=True)
+    s = take_along_dim(s, order, -1)
+    if not vectors:
+        return None, s * scale[..., 0], None
+    cols = order.unsqueeze(-2)
+    g, v = take_along_dim(g, cols, -1), take_along_dim(v, cols, -1)
+    # R = V S Ux^T with Ux = G / S, so A = Q R = (Q [V; 0]) S Ux^T
+    ux = _orthonormalize(g / where(s > 0, s, 1.0).unsqueeze(-2))
+    if m > n:
+        zeros = x.new_zeros((*batch, m - n, n))
+        v = cat([v, zeros], -2)
+        if full:
+            rest = cat([zeros.transpose(-2, -1), _batch_eye(batch, m - n, x)], -2)
+            v = cat([v, rest], -1)
+    u = _apply_reflections(steps, v)
+    s = s * scale[..., 0]
+    vh = ux.transpose(-2, -1)
+    return (vh.transpose(-2, -1), s, u.transpose(-2, -1)) if wide else (u, s, vh)
+
+
+@_export(method=False)
+def svd(A, full_matrices: bool = True):  # noqa: N803 - torch's names
+    """(U, S, Vh) with A = U @ diag(S) @ Vh for each matrix of `A` [..., m, n], S descending
+    [..., k] (k = min(m, n)); U [..., m, m] and Vh [..., n, n], or [..., m, k] and [..., k, n]
+    with `full_matrices=False`. One-sided Jacobi after a Householder QR; the singular
+    vectors' signs are whatever the rotations give (torch's, LAPACK's, are arbitrary too)."""
+    u, s, vh = _svd("svd", A, True, bool(full_matrices))
+    return _SVDResult(u, s, vh)
+
+
+@_export(method=False)
+def svdvals(A) -> Tensor:  # noqa: N803 - torch's name
+    """The singular values, descending, of each matrix of `A` [..., m, n] (see `svd`)."""
+    return _svd("svdvals", A, False, False)[1]
+
+
+def _tolerance(op: str, x: Tensor, largest: Tensor, atol, rtol) -> Tensor:
+    """torch's cutoff max(atol, rtol * largest) [..., 1]; rtol defaults to
+    eps * max(m, n), or to 0 where atol > 0 is given."""
+    default = dt.finfo(x.dtype).eps * max(x.shape[-2], x.shape[-1])
+
+    def arg(value) -> Tensor:                                    # a number or a tensor [...]
+        t = value if isinstance(value, Tensor) else _tensor(float(value), device=x.device)
+        return floating(tensor_arg(op, t)).to(x.dtype).unsqueeze(-1)
+
+    if atol is None:
+        return largest * (default if rtol is None else arg(rtol))
+    a = arg(atol)
+    r = where(a > 0, 0.0, default) if rtol is None else arg(rtol)
+    return where(a > r * largest, a, r * largest)
+
+
+@_export(method=False)
+def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:  # noqa: N803
+    """The number of singular values (|eigenvalues| with `hermitian`) above torch's tolerance
+    max(atol, rtol * the largest), int64; rtol defaults to eps * max(m, n) when neither is
+    given (and to 0 when only atol > 0 is)."""
+    x = _matrices("matrix_rank", A)
+    s = (eigvalsh(x).abs() if hermitian else svdvals(x))
+    if s.shape[-1] == 0:
+        return s.sum(-1).to(dt.int64)
+    tol = _tolerance("matrix_rank", x, s.amax(-1, keepdim=True), atol, rtol)
+    return (s > tol).to(dt.int64).sum(-1)
+
+
+@_export(method=False)
+def pinv(A, *, atol=None, rtol=None, hermitian: bool = False) -> Tensor:  # noqa: N803
+    """The Moore-Penrose pseudo-inverse of each matrix of `A` [..., m, n] -> [..., n, m]:
+    V diag(1/S) U^T over the singular values above matrix_rank's tolerance (eigh with
+    `hermitian`, reading the lower triangle)."""
+    x = _matrices("pinv", A)
+    if x.shape[-1] == 0 or x.shape[-2] == 0:
+        return x.new_zeros((*x.shape[:-2], x.shape[-1], x.shape[-2]))
+    if hermitian:
+        w, v = eigh(x)
+        tol = _tolerance("pinv", x, w.abs().amax(-1, keepdim=True), atol, rtol)
+        keep = w.abs() > tol
+        inv_w = where(keep, 1.0 / where(keep, w, 1.0), 0.0)
+        return _matmul(v * inv_w.unsqueeze(-2), v.transpose(-2, -1))
+    u, s, vh = svd(x, full_matrices=False)
+    tol = _tolerance("pinv", x, s[..., :1], atol, rtol)
+    keep = s > tol
+    inv_s = where(keep, 1.0 / where(keep, s, 1.0), 0.0)
+    return _matmul(vh.transpose(-2, -1) * inv_s.unsqueeze(-2), u.transpose(-2, -1))
+
+
+@_export(method=False)
+def cond(A, p=None) -> Tensor:  # noqa: N803 - torch's names
+    """The condition number of each matrix of `A` in the norm `p`: for None / 2 / -2 the
+    ratio of its extreme singular values (any shape), else norm(A) * norm(inv(A)) (square
+    matrices; inf for a singular one, as torch)."""
+    x = _matrices("cond", A)
+    if p in (None, 2, -2):
+        s = svdvals(x)
+        if s.shape[-1] == 0:
+            return s.sum(-1)
+        big, small = s[..., 0], s[..., -1]
+        return small / big if p == -2 else big / small
+    if p not in ("fro", "nuc", 1, -1, math.inf, -math.inf):
+        raise InvalidArgumentError(f"cond: p={p!r} is not a matrix norm (None, 2, -2, "
+                                   f"'fro', 'nuc', 1, -1, inf or -inf)")
+    if x.shape[-1] != x.shape[-2]:
+        raise ShapeError(f"cond(p={p!r}): A must be square matrices [..., n, n], got shape "
+                         f"{tuple(x.shape)}")
+    if x.shape[-1] == 0:
+        return x.sum((-2, -1))
+    out = matrix_norm(x, p) * matrix_norm(inv(x), p)
+    return where(isnan(out), math.inf, out)

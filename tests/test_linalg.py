@@ -200,8 +200,6 @@ def test_errors(device):
         lazyt.linalg.det(T(mats(2, 3, 3)[:, :2], device))
     with pytest.raises(ShapeError, match="solve: B has 3 rows"):
         lazyt.linalg.solve(T(mats(4, 4), device), T(mats(3, 3), device))
-    with pytest.raises(InvalidArgumentError, match="matrix_norm: ord=2 needs singular values"):
-        lazyt.linalg.matrix_norm(T(mats(3, 3), device), 2)
     with pytest.raises(InvalidArgumentError, match="matrix_norm: ord=3 is not a matrix norm"):
         lazyt.linalg.matrix_norm(T(mats(3, 3), device), 3)
     np.testing.assert_allclose(lazyt.det(T(mats(2, 2), device)).numpy(),
