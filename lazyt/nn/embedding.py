@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .. import creation
+from ..autodiff import no_grad
 from ..errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 from ..functional import check_known_index, where
 from ..tensor import Tensor
@@ -42,32 +43,76 @@ def lookup(fn: str, ids, weight: Tensor, padding_idx: int | None = None) -> Tens
     return rows.reshape(*ids.shape, weight.shape[1])
 
 
+def renorm_rows_(fn: str, weight: Tensor, ids, max_norm: float, norm_type: float = 2.0):
+    """torch's `max_norm`: scale, in place in `weight` and outside autodiff, each row that
+    `ids` looks up whose `norm_type`-norm exceeds `max_norm` to norm `max_norm` (times
+    `max_norm / (norm + 1e-7)`, as torch). Returns `ids` as a tensor."""
+    if not isinstance(ids, Tensor):
+        ids = creation.tensor(ids, device=weight.device)
+    if ids.dtype.is_float or ids.dtype.name == "bool":
+        raise DTypeError(f"{fn}: ids must be an integer tensor, got {ids.dtype.name} "
+                         f"of shape {ids.shape}")
+    check_known_index(fn, ids, weight.shape[0], 0)
+    flat = ids.reshape(-1)
+    if flat.numel() == 0:
+        return ids
+    with no_grad():
+        rows = weight.detach().index_select(0, flat)
+        norms = rows.norm(norm_type, dim=1, keepdim=True)
+        scale = where(norms > max_norm, max_norm / (norms + 1e-7), 1.0).to(rows.dtype)
+        weight.index_copy_(0, flat, rows * scale)  # a repeated id writes the same row
+    return ids
+
+
 class Embedding(Module):
     """`weight` [num_embeddings, embedding_dim] initialized N(0, 1); `forward(ids)` returns
-    `weight[ids]` with shape `ids.shape + (embedding_dim,)`."""
+    `weight[ids]` with shape `ids.shape + (embedding_dim,)`. With `max_norm`, each looked-up
+    row is first renormalized in place to at most that `norm_type`-norm (as torch)."""
 
     def __init__(self, num_embeddings: int, embedding_dim: int, padding_idx: int | None = None,
-                 device=None, dtype=None):
+                 max_norm: float | None = None, norm_type: float = 2.0,
+                 scale_grad_by_freq: bool = False, sparse: bool = False, _weight=None,
+                 _freeze: bool = False, device=None, dtype=None):
         super().__init__()
+        _no_options("Embedding", dict(scale_grad_by_freq=scale_grad_by_freq, sparse=sparse))
         self.num_embeddings = num_embeddings
         self.embedding_dim = embedding_dim
         self.padding_idx = padding_index("Embedding", padding_idx, num_embeddings)
+        self.max_norm, self.norm_type = max_norm, norm_type
+        self.scale_grad_by_freq, self.sparse = scale_grad_by_freq, sparse
+        if _weight is not None:
+            if not isinstance(_weight, Tensor) or _weight.shape != (num_embeddings,
+                                                                   embedding_dim):
+                raise ShapeError(f"Embedding: _weight must be a tensor of shape "
+                                 f"{(num_embeddings, embedding_dim)}, got "
+                                 f"{getattr(_weight, 'shape', type(_weight).__name__)}")
+            self.weight = Parameter(_weight, requires_grad=not _freeze)
+            return
         w = creation.randn(num_embeddings, embedding_dim, dtype=dtype, device=device)
         if self.padding_idx is not None:
             keep = creation.arange(num_embeddings, device=w.device) != self.padding_idx
             w = w * keep.unsqueeze(1).to(w.dtype)
-        self.weight = Parameter(w)
+        self.weight = Parameter(w, requires_grad=not _freeze)
 
     def forward(self, ids: Tensor) -> Tensor:
+        if self.max_norm is not None:
+            ids = renorm_rows_("Embedding", self.weight, ids, self.max_norm, self.norm_type)
         return lookup("Embedding", ids, self.weight, self.padding_idx)
 
     def extra_repr(self) -> str:
-        pad = "" if self.padding_idx is None else f", padding_idx={self.padding_idx}"
-        return f"{self.num_embeddings}, {self.embedding_dim}{pad}"
+        s = f"{self.num_embeddings}, {self.embedding_dim}"
+        if self.padding_idx is not None:
+            s += f", padding_idx={self.padding_idx}"
+        if self.max_norm is not None:
+            s += f", max_norm={self.max_norm}"
+        if self.norm_type != 2:
+            s += f", norm_type={self.norm_type}"
+        return s
 
     @classmethod
     def from_pretrained(cls, embeddings: Tensor, freeze: bool = True,
-                        padding_idx: int | None = None, **unsupported) -> "Embedding":
+                        padding_idx: int | None = None, max_norm: float | None = None,
+                        norm_type: float = 2.0, **unsupported) -> "Embedding":
         """An Embedding holding `embeddings` [num_embeddings, embedding_dim] (a copy); its
         weight is trained unless `freeze`."""
         _no_options("Embedding.from_pretrained", unsupported)
@@ -75,7 +120,8 @@ class Embedding(Module):
             raise ShapeError(f"Embedding.from_pretrained: embeddings must be a 2-D tensor, "
                              f"got {getattr(embeddings, 'shape', type(embeddings).__name__)}")
         n, d = embeddings.shape
-        m = cls(n, d, padding_idx=padding_idx, device=embeddings.device, dtype=embeddings.dtype)
+        m = cls(n, d, padding_idx=padding_idx, max_norm=max_norm, norm_type=norm_type,
+                device=embeddings.device, dtype=embeddings.dtype)
         m.weight = Parameter(embeddings.detach().clone(), requires_grad=not freeze)
         return m
 
@@ -84,9 +130,9 @@ def _no_options(fn: str, options: dict) -> None:
     bad = {k: v for k, v in options.items()
            if v not in (None, False) and not (k == "norm_type" and v == 2.0)}
     if bad:
-        raise InvalidArgumentError(f"{fn}: {', '.join(sorted(bad))} not supported (max_norm "
-                                   f"renormalizes the table in place; sparse gradients and "
-                                   f"scale_grad_by_freq have no lazyt form)")
+        raise InvalidArgumentError(f"{fn}: {', '.join(sorted(bad))} not supported (sparse "
+                                   f"gradients and scale_grad_by_freq have no lazyt form; "
+                                   f"only Embedding takes max_norm)")
 
 
 _BAG_MODES = ("sum", "mean", "max")

@@ -871,7 +871,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
                            reduction: str = "mean") -> Tensor:
     """The multi-label hinge loss: per sample, `sum over target classes j and non-target
     classes i of max(0, 1 - (x[j] - x[i])) / C`. target has input's shape and holds class
-    ids; only those before its first -1 count (torch's layout)."""
+    ids; only those before its first -1 count (torch's layout), a repeated id once per
+    listing (as torch)."""
     fn = "multilabel_margin_loss"
     x = _margin_input(fn, input, reduction)
     if not isinstance(target, Tensor) or not target.dtype.is_int:
@@ -888,9 +889,9 @@ def multilabel_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
     live = (y != -1).to(dtype=dt.int32).cumprod(1) > 0                      # (N, C)
     hits = (y.unsqueeze(2) == creation.arange(c, device=x.device)) & live.unsqueeze(2)
     is_target = hits.any(1)                                                 # (N, C)
+    listed = hits.sum(1).to(dtype=xb.dtype)                  # (N, C): times j is listed
     pair = (1.0 - xb.unsqueeze(2) + xb.unsqueeze(1)).relu()                 # [n, j, i]
-    keep = is_target.unsqueeze(2) & ~is_target.unsqueeze(1)
-    loss = where(keep, pair, 0.0).sum((1, 2)) / c
+    loss = (where(~is_target.unsqueeze(1), pair, 0.0) * listed.unsqueeze(2)).sum((1, 2)) / c
     if unbatched:
         loss = loss.reshape(())
     return _reduce(loss, reduction)

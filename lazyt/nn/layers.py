@@ -8,6 +8,7 @@ with their functional forms in `lazyt.nn.functional` (`pixel_shuffle`, `pixel_un
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from typing import Iterable, Iterator, Mapping
 
 import numpy as np
@@ -22,7 +23,7 @@ from ..tensor import Tensor
 from .conv import as_tuple, windows
 from .dropout import _probability
 from .module import Module, ModuleError
-from .normalization import batch_norm
+from .normalization import _affine_parameters, batch_norm
 from .parameter import Parameter
 
 
@@ -278,23 +279,19 @@ def instance_norm(input: Tensor, running_mean=None, running_var=None,  # noqa: A
 
 class _InstanceNorm(Module):
     """torch's `nn.InstanceNorm*d(num_features)`: no affine parameters and no running
-    statistics by default (`affine=True`, `track_running_stats=True` add them)."""
+    statistics by default (`affine=True`, `track_running_stats=True` add them; `bias=False`
+    leaves the bias out)."""
 
     _dims: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float = 0.1,
                  affine: bool = False, track_running_stats: bool = False, device=None,
-                 dtype=None):
+                 dtype=None, *, bias: bool = True):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         kw = dict(dtype=dtype, device=device)
-        if affine:
-            self.weight = Parameter(creation.ones((num_features,), **kw))
-            self.bias = Parameter(creation.zeros((num_features,), **kw))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_features,), affine, bias, dtype, device)
         if track_running_stats:  # torch's names (num_batches_tracked stays 0, as torch's)
             self.register_buffer("running_mean", creation.zeros((num_features,), **kw))
             self.register_buffer("running_var", creation.ones((num_features,), **kw))
@@ -323,7 +320,8 @@ class _InstanceNorm(Module):
 
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class InstanceNorm1d(_InstanceNorm):
@@ -405,8 +403,15 @@ class ParameterDict(Module):
             self.update(parameters)
 
     def update(self, parameters) -> None:
-        """Add (or replace) the parameters of a mapping or of (key, parameter) pairs."""
-        items = parameters.items() if hasattr(parameters, "items") else parameters
+        """Add (or replace) the parameters of a mapping or of (key, parameter) pairs. A plain
+        mapping's keys are taken sorted, an OrderedDict's, ParameterDict's or pair list's in
+        order (as torch)."""
+        if isinstance(parameters, (OrderedDict, ParameterDict)):
+            items = parameters.items()
+        elif isinstance(parameters, Mapping):
+            items = sorted(parameters.items(), key=lambda kv: kv[0])
+        else:
+            items = parameters
         for k, v in items:
             self[k] = v
 

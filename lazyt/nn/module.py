@@ -209,31 +209,37 @@ class Module:
 
     # ------------------------------------------------------------------ traversal
     def named_children(self) -> Iterator[tuple]:
+        """(name, child) for each direct submodule; a child registered under two names is
+        yielded once, under the first (as torch)."""
+        seen: set = set()
         for name, m in self.__dict__["_modules"].items():
-            if m is not None:
+            if m is not None and id(m) not in seen:
+                seen.add(id(m))
                 yield name, m
 
     def children(self) -> Iterator["Module"]:
         for _, m in self.named_children():
             yield m
 
-    def named_modules(self, prefix: str = "", remove_duplicate: bool = True) -> Iterator[tuple]:
-        """(path, module) for this module and every submodule, depth first ("" is self)."""
-        seen: set = set()
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple]:
+        """(path, module) for this module and every submodule, depth first ("" is self); a
+        module reachable by several paths comes once unless `remove_duplicate=False`. `memo`
+        holds the ids of modules to skip (torch's argument order)."""
+        if memo is None:
+            memo = set()
+        if id(self) in memo:
+            return
+        if remove_duplicate:
+            memo.add(id(self))
+        yield prefix, self
+        for name, child in self.__dict__["_modules"].items():
+            if child is not None:
+                yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name,
+                                               remove_duplicate)
 
-        def walk(m: Module, path: str):
-            if remove_duplicate:
-                if id(m) in seen:
-                    return
-                seen.add(id(m))
-            yield path, m
-            for name, child in m.named_children():
-                yield from walk(child, f"{path}.{name}" if path else name)
-
-        yield from walk(self, prefix)
-
-    def modules(self) -> Iterator["Module"]:
-        for _, m in self.named_modules():
+    def modules(self, remove_duplicate: bool = True) -> Iterator["Module"]:
+        for _, m in self.named_modules(remove_duplicate=remove_duplicate):
             yield m
 
     def get_submodule(self, path: str) -> "Module":
@@ -255,20 +261,22 @@ class Module:
     def _named_members(self, registry: str, prefix: str, recurse: bool, remove_duplicate: bool,
                        skip=None):
         seen: set = set()
-        mods = self.named_modules(prefix) if recurse else [(prefix, self)]
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
         for path, m in mods:
             for name, value in m.__dict__[registry].items():
-                if value is None or (skip is not None and name in skip(m)):
+                if value is None or id(value) in seen:
+                    continue
+                if skip is not None and name in skip(m):
                     continue
                 if remove_duplicate:
-                    if id(value) in seen:
-                        continue
                     seen.add(id(value))
                 yield (f"{path}.{name}" if path else name), value
 
     def named_parameters(self, prefix: str = "", recurse: bool = True,
                          remove_duplicate: bool = True) -> Iterator[tuple]:
-        """(dotted name, Parameter) for every parameter (shared ones once)."""
+        """(dotted name, Parameter) for every parameter (shared ones once, unless
+        `remove_duplicate=False`)."""
         yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
 
     def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
@@ -291,23 +299,51 @@ class Module:
         return self
 
     # ------------------------------------------------------------------ state
+    def _state_modules(self, prefix: str = "") -> Iterator[tuple]:
+        """(key prefix, module) for self and every submodule by every path (a shared module
+        once per name, as torch's `state_dict`); the prefix is prepended as is."""
+        yield prefix, self
+        for name, child in self.__dict__["_modules"].items():
+            if child is not None:
+                yield from child._state_modules(f"{prefix}{name}.")
+
     def _state_slots(self, prefix: str = "") -> dict:
-        """dotted name -> (registry dict, attribute name, is_parameter) for every parameter and
+        """key -> (registry dict, attribute name, is_parameter) for every parameter and
         persistent buffer (the entries `state_dict` saves)."""
         slots: dict = {}
-        for path, m in self.named_modules(prefix, remove_duplicate=False):
+        for path, m in self._state_modules(prefix):
             d = m.__dict__
             for name, p in d["_parameters"].items():
                 if p is not None:
-                    slots[f"{path}.{name}" if path else name] = (d["_parameters"], name, True)
+                    slots[path + name] = (d["_parameters"], name, True)
             for name, b in d["_buffers"].items():
                 if b is not None and name not in d["_non_persistent"]:
-                    slots[f"{path}.{name}" if path else name] = (d["_buffers"], name, False)
+                    slots[path + name] = (d["_buffers"], name, False)
         return slots
 
-    def state_dict(self, prefix: str = "") -> dict:
-        """Parameters and persistent buffers by dotted name, as detached tensors."""
-        return {k: reg[name].detach() for k, (reg, name, _) in self._state_slots(prefix).items()}
+    def state_dict(self, *args, destination: dict | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> dict:
+        """Parameters and persistent buffers by dotted name, as detached tensors (the
+        Parameter objects themselves with `keep_vars=True`). `prefix` is prepended to every
+        key as is (`prefix="enc."` gives `enc.weight`); with `destination` the entries are
+        added to that dict, which is returned. Positional `(destination, prefix, keep_vars)`
+        are accepted as torch still does."""
+        if len(args) > 3:
+            raise ModuleError(f"state_dict: takes at most 3 positional arguments "
+                              f"(destination, prefix, keep_vars), got {len(args)}")
+        if args:
+            destination = args[0] if destination is None else destination
+            prefix = args[1] if len(args) > 1 and prefix == "" else prefix
+            keep_vars = args[2] if len(args) > 2 and keep_vars is False else keep_vars
+        out = {} if destination is None else destination
+        for k, (reg, name, _) in self._state_slots(prefix).items():
+            out[k] = reg[name] if keep_vars else reg[name].detach()
+        return out
+
+    def _upgrade_state(self, state: dict, prefix: str, version: int | None) -> None:
+        """Fill in or rename entries of an older checkpoint's `state` (a copy) for this module
+        at key `prefix`; `version` is the checkpoint's torch `_metadata` version, None when
+        it has none. Nothing by default (`_BatchNorm` adds `num_batches_tracked`)."""
 
     def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> LoadResult:
         """Copy values (Tensors or numpy arrays) into the parameters and buffers, keeping the
@@ -315,6 +351,7 @@ class Module:
 
         With `strict=True` any missing, unexpected or mis-shaped key raises `StateDictError`
         listing all of them, and nothing is changed."""
+        state_dict = self._upgraded(state_dict)
         slots = self._state_slots()
         missing = [k for k in slots if k not in state_dict]
         unexpected = [k for k in state_dict if k not in slots]
@@ -347,6 +384,15 @@ class Module:
             else:
                 reg[name] = value
         return LoadResult(missing, unexpected)
+
+    def _upgraded(self, state_dict: Mapping[str, Any]) -> dict:
+        """A copy of `state_dict` after every submodule's `_upgrade_state`."""
+        state = dict(state_dict)
+        metadata = getattr(state_dict, "_metadata", None) or {}
+        for path, m in self._state_modules():
+            if type(m)._upgrade_state is not Module._upgrade_state:
+                m._upgrade_state(state, path, metadata.get(path[:-1], {}).get("version"))
+        return state
 
     # ------------------------------------------------------------------ mode, device
     def train(self, mode: bool = True) -> "Module":

@@ -198,12 +198,22 @@ class RMSNorm(Module):
         return f"{self.normalized_shape}, eps={self.eps}"
 
 
+def _affine_parameters(m: Module, shape: tuple, affine: bool, bias: bool, dtype,
+                       device) -> None:
+    """`m.weight` (ones) and, unless `bias=False`, `m.bias` (zeros) when `affine`; else
+    None (torch's `affine=..., bias=...` of the batch, group and instance norms)."""
+    m.register_parameter("weight", Parameter(creation.ones(shape, dtype=dtype, device=device))
+                         if affine else None)
+    m.register_parameter("bias", Parameter(creation.zeros(shape, dtype=dtype, device=device))
+                         if affine and bias else None)
+
+
 class GroupNorm(Module):
     """torch's `nn.GroupNorm(num_groups, num_channels)`: see `group_norm`; `weight` (ones)
-    and `bias` (zeros) of [num_channels] when `affine`."""
+    and `bias` (zeros, unless `bias=False`) of [num_channels] when `affine`."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5,
-                 affine: bool = True, device=None, dtype=None):
+                 affine: bool = True, device=None, dtype=None, *, bias: bool = True):
         super().__init__()
         if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1 \
                 or num_channels % num_groups:
@@ -211,12 +221,7 @@ class GroupNorm(Module):
                              f"of num_channels={num_channels}")
         self.num_groups, self.num_channels, self.eps, self.affine = \
             num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(creation.ones((num_channels,), dtype=dtype, device=device))
-            self.bias = Parameter(creation.zeros((num_channels,), dtype=dtype, device=device))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_channels,), affine, bias, dtype, device)
 
     def forward(self, x: Tensor) -> Tensor:
         if isinstance(x, Tensor) and x.ndim >= 2 and x.shape[1] != self.num_channels:
@@ -225,7 +230,8 @@ class GroupNorm(Module):
         return group_norm(x, self.num_groups, self.weight, self.bias, self.eps)
 
     def extra_repr(self) -> str:
-        return f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}"
+        return (f"{self.num_groups}, {self.num_channels}, eps={self.eps}, affine={self.affine}, "
+                f"bias={self.bias is not None}")
 
 
 # ---------------------------------------------------------------------- batch norm
@@ -286,26 +292,21 @@ def batch_norm(input: Tensor, running_mean: Tensor | None, running_var: Tensor |
 class _BatchNorm(Module):
     """torch's `nn.BatchNorm*d(num_features)`: `weight`/`bias` (ones/zeros) when `affine`;
     buffers `running_mean` (zeros), `running_var` (ones) and `num_batches_tracked` when
-    `track_running_stats`. In training mode the batch's statistics normalize and update the
-    running ones; in eval mode the running ones normalize. `momentum=None` averages the
-    running statistics over all batches seen (it reads the batch count, so it cannot be
-    captured by `lazyt.compile`)."""
+    `track_running_stats`; `bias=False` leaves the bias out. In training mode the batch's
+    statistics normalize and update the running ones; in eval mode the running ones
+    normalize. `momentum=None` averages the running statistics over all batches seen (it
+    reads the batch count, so it cannot be captured by `lazyt.compile`)."""
 
     _dims: tuple = ()
 
     def __init__(self, num_features: int, eps: float = 1e-5, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device=None,
-                 dtype=None):
+                 dtype=None, *, bias: bool = True):
         super().__init__()
         self.num_features, self.eps, self.momentum = num_features, eps, momentum
         self.affine, self.track_running_stats = affine, track_running_stats
         shape = (num_features,)
-        if affine:
-            self.weight = Parameter(creation.ones(shape, dtype=dtype, device=device))
-            self.bias = Parameter(creation.zeros(shape, dtype=dtype, device=device))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, shape, affine, bias, dtype, device)
         if track_running_stats:
             self.register_buffer("running_mean", creation.zeros(shape, dtype=dtype, device=device))
             self.register_buffer("running_var", creation.ones(shape, dtype=dtype, device=device))
@@ -337,9 +338,17 @@ class _BatchNorm(Module):
                           self.running_var if track else None, self.weight, self.bias,
                           use_batch, momentum, self.eps)
 
+    def _upgrade_state(self, state: dict, prefix: str, version: int | None) -> None:
+        """A checkpoint from before torch added `num_batches_tracked` (no `_metadata`
+        version, or < 2) loads without it: the current count is kept, as torch does."""
+        key = prefix + "num_batches_tracked"
+        if (version is None or version < 2) and self.track_running_stats and key not in state:
+            state[key] = self.num_batches_tracked
+
     def extra_repr(self) -> str:
         return (f"{self.num_features}, eps={self.eps}, momentum={self.momentum}, "
-                f"affine={self.affine}, track_running_stats={self.track_running_stats}")
+                f"affine={self.affine}, bias={self.bias is not None}, "
+                f"track_running_stats={self.track_running_stats}")
 
 
 class BatchNorm1d(_BatchNorm):

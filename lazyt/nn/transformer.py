@@ -201,6 +201,8 @@ class TransformerEncoderLayer(Module):
     feed-forward block, each with a residual add and a LayerNorm (after it, or before it with
     `norm_first`), dropout in training mode. `activation` is "relu", "gelu" or a callable."""
 
+    _cross_attention = False  # the decoder layer adds `multihead_attn` and `norm3`
+
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
                  dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
                  batch_first: bool = False, norm_first: bool = False, bias: bool = True,
@@ -209,10 +211,15 @@ class TransformerEncoderLayer(Module):
         kw = dict(device=device, dtype=dtype)
         self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
                                             batch_first=batch_first, **kw)
+        if self._cross_attention:  # second, as torch registers it (state_dict order)
+            self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
+                                                     bias=bias, batch_first=batch_first, **kw)
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
         self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        if self._cross_attention:
+            self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
         self.dropout_p = _probability(type(self).__name__, dropout)
         self.norm_first = norm_first
         self.activation = _activation(type(self).__name__, activation)
@@ -273,16 +280,7 @@ class TransformerDecoderLayer(TransformerEncoderLayer):
     with a residual add and a LayerNorm (`norm1`..`norm3`, before each block with
     `norm_first`)."""
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
-                 dropout: float = 0.1, activation="relu", layer_norm_eps: float = 1e-5,
-                 batch_first: bool = False, norm_first: bool = False, bias: bool = True,
-                 device=None, dtype=None):
-        super().__init__(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps,
-                         batch_first, norm_first, bias, device, dtype)
-        kw = dict(device=device, dtype=dtype)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                                 batch_first=batch_first, **kw)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+    _cross_attention = True
 
     def _mha_block(self, x, memory, attn_mask, key_padding_mask, is_causal):
         out = self.multihead_attn(x, memory, memory, attn_mask=attn_mask,

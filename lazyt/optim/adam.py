@@ -12,21 +12,22 @@ from .optimizer import Optimizer, OptimizerError, torch_flags
 
 
 class Adam(Optimizer):
-    """Adam; `weight_decay` adds `wd * p` to the gradient (L2), as torch.optim.Adam."""
-
-    decoupled = False
+    """Adam; `weight_decay` adds `wd * p` to the gradient (L2), as torch.optim.Adam, or with
+    `decoupled_weight_decay=True` decays the parameter (AdamW)."""
 
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, amsgrad: bool = False,
-                 maximize: bool = False, **flags):
-        torch_flags(type(self).__name__, flags)
+                 maximize: bool = False, decoupled_weight_decay: bool = False, **flags):
+        f = torch_flags(type(self).__name__, flags,
+                        ("foreach", "capturable", "differentiable", "fused"))
         b1, b2 = betas
         if not (0.0 <= b1 < 1.0 and 0.0 <= b2 < 1.0):
             raise OptimizerError(f"{type(self).__name__}: betas must be in [0, 1), got {betas}")
         if eps < 0:
             raise OptimizerError(f"{type(self).__name__}: eps must be >= 0, got {eps}")
         super().__init__(params, dict(lr=lr, betas=(b1, b2), eps=eps, weight_decay=weight_decay,
-                                      amsgrad=amsgrad, maximize=maximize))
+                                      amsgrad=amsgrad, maximize=maximize, **f,
+                                      decoupled_weight_decay=decoupled_weight_decay))
 
     state_keys = ("step", "exp_avg", "exp_avg_sq", "max_exp_avg_sq")
 
@@ -35,7 +36,7 @@ class Adam(Optimizer):
         if group["maximize"]:
             g = -g
         if wd:
-            if self.decoupled:
+            if group["decoupled_weight_decay"]:
                 p = p * (1 - lr * wd)
             else:
                 g = g + wd * p
@@ -68,11 +69,11 @@ class Adam(Optimizer):
 class AdamW(Adam):
     """Adam with decoupled weight decay: `p <- p * (1 - lr * wd)` before the Adam step."""
 
-    decoupled = True
-
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 1e-2, amsgrad: bool = False,
                  maximize: bool = False, **flags):
-        torch_flags(type(self).__name__, flags)
+        torch_flags(type(self).__name__, flags, ("foreach", "capturable", "differentiable",
+                                                 "fused"))
         super().__init__(params, lr=lr, betas=betas, eps=eps, weight_decay=weight_decay,
-                         amsgrad=amsgrad, maximize=maximize)
+                         amsgrad=amsgrad, maximize=maximize, decoupled_weight_decay=True,
+                         **flags)

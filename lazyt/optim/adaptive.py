@@ -64,11 +64,13 @@ class RMSprop(Optimizer):
     def __init__(self, params: Iterable, lr: float = 1e-2, alpha: float = 0.99,
                  eps: float = 1e-8, weight_decay: float = 0.0, momentum: float = 0.0,
                  centered: bool = False, maximize: bool = False, **flags):
-        torch_flags(type(self).__name__, flags)
+        f = torch_flags(type(self).__name__, flags, ("capturable", "foreach", "differentiable"))
         _check("RMSprop", lr=(lr, 0.0, True), eps=(eps, 0.0, True), alpha=(alpha, 0.0, True),
                momentum=(momentum, 0.0, True), weight_decay=(weight_decay, 0.0, True))
-        super().__init__(params, dict(lr=lr, alpha=alpha, eps=eps, weight_decay=weight_decay,
-                                      momentum=momentum, centered=centered, maximize=maximize))
+        super().__init__(params, dict(lr=lr, momentum=momentum, alpha=alpha, eps=eps,
+                                      centered=centered, weight_decay=weight_decay,
+                                      capturable=f["capturable"], foreach=f["foreach"],
+                                      maximize=maximize, differentiable=f["differentiable"]))
 
     state_keys = ("step", "square_avg", "momentum_buffer", "grad_avg")
 
@@ -101,13 +103,15 @@ class Adagrad(Optimizer):
     def __init__(self, params: Iterable, lr: float = 1e-2, lr_decay: float = 0.0,
                  weight_decay: float = 0.0, initial_accumulator_value: float = 0.0,
                  eps: float = 1e-10, maximize: bool = False, **flags):
-        torch_flags(type(self).__name__, flags)
+        f = torch_flags(type(self).__name__, flags, ("foreach", "differentiable", "fused"))
         _check("Adagrad", lr=(lr, 0.0, True), lr_decay=(lr_decay, 0.0, True),
                weight_decay=(weight_decay, 0.0, True), eps=(eps, 0.0, True),
                initial_accumulator_value=(initial_accumulator_value, 0.0, True))
-        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, weight_decay=weight_decay,
+        super().__init__(params, dict(lr=lr, lr_decay=lr_decay, eps=eps,
+                                      weight_decay=weight_decay,
                                       initial_accumulator_value=initial_accumulator_value,
-                                      eps=eps, maximize=maximize))
+                                      foreach=f["foreach"], maximize=maximize,
+                                      differentiable=f["differentiable"], fused=f["fused"]))
 
     state_keys = ("step", "sum")
 
@@ -127,13 +131,13 @@ class Adadelta(Optimizer):
 
     def __init__(self, params: Iterable, lr: float = 1.0, rho: float = 0.9, eps: float = 1e-6,
                  weight_decay: float = 0.0, maximize: bool = False, **flags):
-        torch_flags(type(self).__name__, flags)
+        f = torch_flags(type(self).__name__, flags, ("capturable", "foreach", "differentiable"))
         _check("Adadelta", lr=(lr, 0.0, True), eps=(eps, 0.0, True),
                weight_decay=(weight_decay, 0.0, True))
         if not 0.0 <= rho <= 1.0:
             raise OptimizerError(f"Adadelta: rho must be in [0, 1], got {rho!r}")
         super().__init__(params, dict(lr=lr, rho=rho, eps=eps, weight_decay=weight_decay,
-                                      maximize=maximize))
+                                      maximize=maximize, **f))
 
     state_keys = ("step", "square_avg", "acc_delta")
 
@@ -175,9 +179,12 @@ class Adamax(_AdamFamily):
 
     def __init__(self, params: Iterable, lr: float = 2e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, maximize: bool = False, **flags):
-        torch_flags(type(self).__name__, flags)
+        f = torch_flags(type(self).__name__, flags, ("foreach", "differentiable", "capturable"))
         super().__init__("Adamax", params, dict(lr=lr, betas=tuple(betas), eps=eps,
-                                                weight_decay=weight_decay, maximize=maximize))
+                                                weight_decay=weight_decay,
+                                                foreach=f["foreach"], maximize=maximize,
+                                                differentiable=f["differentiable"],
+                                                capturable=f["capturable"]))
 
     state_keys = ("step", "exp_avg", "exp_inf")
 
@@ -203,12 +210,12 @@ class NAdam(_AdamFamily):
     def __init__(self, params: Iterable, lr: float = 2e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0, momentum_decay: float = 4e-3,
                  decoupled_weight_decay: bool = False, maximize: bool = False, **flags):
-        torch_flags(type(self).__name__, flags)
+        f = torch_flags(type(self).__name__, flags, ("foreach", "capturable", "differentiable"))
         _check("NAdam", momentum_decay=(momentum_decay, 0.0, True))
         super().__init__("NAdam", params, dict(
             lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
             momentum_decay=momentum_decay, decoupled_weight_decay=decoupled_weight_decay,
-            maximize=maximize))
+            maximize=maximize, **f))
 
     state_keys = ("step", "mu_product", "exp_avg", "exp_avg_sq")
 
@@ -237,10 +244,12 @@ class RAdam(_AdamFamily):
     def __init__(self, params: Iterable, lr: float = 1e-3, betas: tuple = (0.9, 0.999),
                  eps: float = 1e-8, weight_decay: float = 0.0,
                  decoupled_weight_decay: bool = False, maximize: bool = False, **flags):
-        torch_flags(type(self).__name__, flags)
+        f = torch_flags(type(self).__name__, flags, ("foreach", "capturable", "differentiable"))
         super().__init__("RAdam", params, dict(
-            lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay,
-            decoupled_weight_decay=decoupled_weight_decay, maximize=maximize))
+            lr=lr, betas=tuple(betas), eps=eps, weight_decay=weight_decay, maximize=maximize,
+            foreach=f["foreach"], capturable=f["capturable"],
+            decoupled_weight_decay=decoupled_weight_decay,
+            differentiable=f["differentiable"]))
 
     state_keys = ("step", "exp_avg", "exp_avg_sq")
 

@@ -4,9 +4,11 @@ Burn's: `opt.step(grads)` reads each parameter's gradient from the `Gradients` t
 `loss.backward()` returned (or from a mapping Parameter -> Tensor). torch's: `opt.step()` reads
 each parameter's accumulated `p.grad`, and `opt.zero_grad()` clears it. Either way the parameter
 is rebound to its new value (detached), so the same Parameter objects stay in the model.
-`state_dict()` / `load_state_dict()` use torch's layout, with parameters named by index."""
+`state_dict()` / `load_state_dict()` use torch's layout, with parameters named by index.
+`opt.state` is keyed by the Parameter objects, as torch's (`opt.state[p]["exp_avg"]`)."""
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any, Callable, Iterable, Mapping
 
 from .. import capture_state as _capture
@@ -25,8 +27,9 @@ class OptimizerError(LazytError, ValueError):
 
 
 class Optimizer:
-    """Holds parameter groups (dicts with "params" and hyper-parameters) and per-parameter
-    state; subclasses implement `update(param, grad, group, state) -> new value`."""
+    """Holds parameter groups (dicts with "params", "param_names" when built from
+    `named_parameters()`, and hyper-parameters) and per-parameter state (`state[param]`);
+    subclasses implement `update(param, grad, group, state) -> new value`."""
 
     # Per-parameter state kept as Python numbers (host-side, no device sync per step) and
     # exported by `state_dict()` as 0-d float32 tensors, as torch exports Adam's `step`.
@@ -35,7 +38,7 @@ class Optimizer:
     def __init__(self, params: Iterable, defaults: dict):
         self.defaults = dict(defaults)
         self.param_groups: list[dict] = []
-        self.state: dict[int, dict] = {}
+        self.state: defaultdict[Parameter, dict] = defaultdict(dict)
         params = list(params)
         if not params:
             raise OptimizerError(f"{type(self).__name__}: got an empty parameter list")
@@ -46,22 +49,36 @@ class Optimizer:
             self.add_param_group({"params": params})
 
     def add_param_group(self, group: dict) -> None:
-        """Add parameters with their own hyper-parameters (missing ones take the defaults)."""
+        """Add parameters with their own hyper-parameters (missing ones take the defaults).
+        `(name, parameter)` pairs (`model.named_parameters()`) put the names in the group's
+        "param_names", as torch; every group must then have names."""
+        name = type(self).__name__
         params = group["params"]
         params = [params] if isinstance(params, Parameter) else list(params)
+        names = []
         for i, p in enumerate(params):
-            if isinstance(p, tuple) and len(p) == 2 and isinstance(p[1], Parameter):
-                params[i] = p = p[1]  # accept model.named_parameters()
+            if isinstance(p, tuple) and len(p) == 2:
+                names.append(p[0])
+                params[i] = p = p[1]
             if not isinstance(p, Parameter):
-                raise OptimizerError(f"{type(self).__name__}: expected Parameters, got "
+                raise OptimizerError(f"{name}: expected Parameters, got "
                                      f"{type(p).__name__} at index {i}")
+        if names and len(names) != len(params):
+            raise OptimizerError(f"{name}: give every parameter of a group with its name "
+                                 f"or none: {len(names)} of {len(params)} have names")
         seen = {id(p) for g in self.param_groups for p in g["params"]}
         if any(id(p) in seen for p in params):
-            raise OptimizerError(f"{type(self).__name__}: a parameter appears in more than "
-                                 "one group")
-        full = dict(self.defaults)
+            raise OptimizerError(f"{name}: a parameter appears in more than one group")
+        full = {"params": params}
+        if names:
+            full["param_names"] = names
         full.update({k: v for k, v in group.items() if k != "params"})
-        full["params"] = params
+        for k, v in self.defaults.items():
+            full.setdefault(k, v)
+        if self.param_groups and ("param_names" in full) != \
+                ("param_names" in self.param_groups[0]):
+            raise OptimizerError(f"{name}: all parameter groups must be with names or all "
+                                 f"without (named_parameters() or parameters())")
         self._check(full)
         self.param_groups.append(full)
 
@@ -91,7 +108,8 @@ class Optimizer:
         """Update every parameter that has a gradient: with no argument, its accumulated
         `p.grad` (torch's flow); else its gradient in `grads`, the `Gradients` returned by
         `loss.backward()` or a mapping Parameter -> Tensor (Burn's flow). Parameters without a
-        gradient are skipped.
+        gradient are skipped; as in torch, a frozen parameter (`requires_grad=False`) that
+        holds a `.grad` is updated by `step()`, while the explicit `grads` forms skip it.
 
         Burn's flow hands the pass's gradients over: a parameter whose `.grad` holds exactly
         that pass's gradient (nothing accumulated before it) gets `.grad = None` after the
@@ -116,14 +134,14 @@ class Optimizer:
                         if g is not None and acc.primitive is g.primitive:
                             handed_over.append(p)
         with _no_grad():
-            self._step(lookup)
+            self._step(lookup, frozen_too=grads is None)
         for p in handed_over:
             p.grad = None
 
     #: The per-parameter state entries `update` may replace (lazyt.compile watches them).
     state_keys: tuple = ()
 
-    def _step(self, lookup) -> None:
+    def _step(self, lookup, frozen_too: bool) -> None:
         capturing = _capture.active()
         for group in self.param_groups:
             if capturing:   # a recording bakes these in: a replay checks them first
@@ -131,8 +149,8 @@ class Optimizer:
                     if k != "params":
                         _capture.guard(group, k)
             for p in group["params"]:
-                if not p.trainable:
-                    continue
+                if not (frozen_too or p.trainable):
+                    continue  # explicit grads skip it; a .grad moves it, as in torch
                 g = lookup(p)
                 if g is None:
                     continue
@@ -140,7 +158,7 @@ class Optimizer:
                     raise OptimizerError(f"{type(self).__name__}.step: gradient of shape "
                                          f"{getattr(g, 'shape', None)} for a parameter of shape "
                                          f"{p.shape}")
-                state = self.state.setdefault(id(p), {})
+                state = self.state[p]
                 if capturing:
                     for k in self.state_keys:
                         _capture.watch(state, k)
@@ -178,7 +196,7 @@ class Optimizer:
             groups.append(hp)
         state = {}
         for i, p in enumerate(self._indexed_params()):
-            s = self.state.get(id(p))
+            s = self.state.get(p)
             if s:
                 state[i] = {k: _tensor(float(v), device="cpu") if k in self.scalar_state else v
                             for k, v in s.items()}
@@ -203,13 +221,13 @@ class Optimizer:
                 raise OptimizerError(f"{name}: group {gi} has {len(ids)} parameters in the "
                                      f"state dict, {len(group['params'])} in this optimizer")
             index_to_param.update(zip((int(i) for i in ids), group["params"]))
-        new_state: dict[int, dict] = {}
+        new_state: defaultdict[Parameter, dict] = defaultdict(dict)
         for key, saved in state_dict["state"].items():
             p = index_to_param.get(int(key))
             if p is None:
                 raise OptimizerError(f"{name}: state for parameter {key}, which no group of the "
                                      f"state dict lists (indices {sorted(index_to_param)})")
-            new_state[id(p)] = {k: self._load_value(name, key, k, v, p) for k, v in saved.items()}
+            new_state[p] = {k: self._load_value(name, key, k, v, p) for k, v in saved.items()}
         new_groups = []
         for saved, group in zip(saved_groups, self.param_groups):
             full = {k: v for k, v in group.items() if k != "params"}
@@ -239,7 +257,8 @@ class Optimizer:
     def __repr__(self) -> str:
         lines = [f"{type(self).__name__} ("]
         for i, g in enumerate(self.param_groups):
-            hp = ", ".join(f"{k}={v}" for k, v in g.items() if k != "params")
+            hp = ", ".join(f"{k}={v}" for k, v in g.items()
+                           if k not in ("params", "param_names"))
             lines.append(f"  group {i}: {len(g['params'])} params, {hp}")
         return "\n".join(lines) + "\n)"
 
@@ -249,13 +268,18 @@ def _describe(value) -> str:
         if isinstance(value, Mapping) else type(value).__name__
 
 
-def torch_flags(name: str, flags: dict) -> None:
-    """Accept torch's implementation switches (`foreach`, `fused`, `capturable`, ...):
-    lazyt's step is one lazy program that fuses anyway, so they change nothing;
-    `differentiable=True` (a step autodiff can differentiate) is refused."""
-    known = {"foreach", "fused", "capturable", "differentiable"}
-    unknown = sorted(set(flags) - known)
+#: torch's implementation switches and their defaults.
+_FLAG_DEFAULTS = {"foreach": None, "capturable": False, "differentiable": False, "fused": None}
+
+
+def torch_flags(name: str, flags: dict, accepted: tuple) -> dict:
+    """torch's implementation switches (`foreach`, `fused`, `capturable`,
+    `differentiable`) that `name` takes (`accepted`), with torch's defaults, to keep in the
+    param groups as torch does. lazyt's step is one lazy program that fuses anyway, so they
+    change nothing; `differentiable=True` (a step autodiff can differentiate) is refused."""
+    unknown = [k for k in flags if k not in accepted]
     if unknown:
         raise TypeError(f"{name}: unexpected keyword argument(s) {', '.join(unknown)}")
     if flags.get("differentiable"):
         raise OptimizerError(f"{name}: differentiable=True is not supported")
+    return {k: flags.get(k, _FLAG_DEFAULTS[k]) for k in accepted}

@@ -85,7 +85,7 @@ def load_state(optimizer: Optimizer, path: str | os.PathLike) -> None:
     groups = json.loads(metadata["param_groups"])
     for g in groups:  # JSON has no tuples: betas and the like come back as lists
         for k, v in g.items():
-            if k != "params" and isinstance(v, list):
+            if k not in ("params", "param_names") and isinstance(v, list):
                 g[k] = tuple(v)
     state: dict[int, dict] = {int(i): dict(v) for i, v in json.loads(metadata["state"]).items()}
     for name, array in st.load_file(path).items():

@@ -14,12 +14,12 @@ class SGD(Optimizer):
     def __init__(self, params: Iterable, lr: float = 1e-3, momentum: float = 0.0,
                  dampening: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False,
                  maximize: bool = False, **flags):
-        torch_flags(type(self).__name__, flags)
+        f = torch_flags(type(self).__name__, flags, ("foreach", "differentiable", "fused"))
         if nesterov and (momentum <= 0 or dampening != 0):
             raise OptimizerError("SGD: nesterov needs momentum > 0 and dampening = 0")
         super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening,
                                       weight_decay=weight_decay, nesterov=nesterov,
-                                      maximize=maximize))
+                                      maximize=maximize, **f))
 
     state_keys = ("momentum_buffer",)
 

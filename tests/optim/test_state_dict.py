@@ -107,7 +107,9 @@ def test_layout_is_torchs():
     assert [g["params"] for g in sd["param_groups"]] == [[0, 1], [2, 3]]
     assert sd["param_groups"][1] == {"lr": 0.02, "betas": (0.9, 0.999), "eps": 1e-8,
                                      "weight_decay": 0.0, "amsgrad": False, "maximize": False,
-                                     "params": [2, 3]}
+                                     "foreach": None, "capturable": False,
+                                     "differentiable": False, "fused": None,
+                                     "decoupled_weight_decay": False, "params": [2, 3]}
     params = list(model.parameters())
     assert sorted(sd["state"]) == [0, 1, 2, 3]
     for i, p in enumerate(params):
