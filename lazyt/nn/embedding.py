@@ -22,18 +22,24 @@ def padding_index(fn: str, padding_idx, n: int) -> int | None:
     return padding_idx + n if padding_idx < 0 else padding_idx
 
 
-def lookup(fn: str, ids, weight: Tensor, padding_idx: int | None = None) -> Tensor:
-    """`weight[ids]` with shape `ids.shape + (embedding_dim,)`; the row `padding_idx` gets no
-    gradient (as torch: the lookups of it still read its values)."""
-    if not isinstance(weight, Tensor) or weight.ndim != 2:
-        raise ShapeError(f"{fn}: weight must be a 2-D tensor [num_embeddings, embedding_dim], "
-                         f"got {getattr(weight, 'shape', type(weight).__name__)}")
+def _ids(fn: str, ids, weight: Tensor) -> Tensor:
+    """`ids` as an integer tensor on weight's device, its range checked when it is known."""
     if not isinstance(ids, Tensor):
         ids = creation.tensor(ids, device=weight.device)
     if ids.dtype.is_float or ids.dtype.name == "bool":
         raise DTypeError(f"{fn}: ids must be an integer tensor, got {ids.dtype.name} "
                          f"of shape {ids.shape}")
     check_known_index(fn, ids, weight.shape[0], 0)
+    return ids
+
+
+def lookup(fn: str, ids, weight: Tensor, padding_idx: int | None = None) -> Tensor:
+    """`weight[ids]` with shape `ids.shape + (embedding_dim,)`; the row `padding_idx` gets no
+    gradient (as torch: the lookups of it still read its values)."""
+    if not isinstance(weight, Tensor) or weight.ndim != 2:
+        raise ShapeError(f"{fn}: weight must be a 2-D tensor [num_embeddings, embedding_dim], "
+                         f"got {getattr(weight, 'shape', type(weight).__name__)}")
+    ids = _ids(fn, ids, weight)
     flat = ids.reshape(-1)
     rows = weight.index_select(0, flat)
     if padding_idx is not None and rows.requires_grad:
@@ -47,12 +53,7 @@ def renorm_rows_(fn: str, weight: Tensor, ids, max_norm: float, norm_type: float
     """torch's `max_norm`: scale, in place in `weight` and outside autodiff, each row that
     `ids` looks up whose `norm_type`-norm exceeds `max_norm` to norm `max_norm` (times
     `max_norm / (norm + 1e-7)`, as torch). Returns `ids` as a tensor."""
-    if not isinstance(ids, Tensor):
-        ids = creation.tensor(ids, device=weight.device)
-    if ids.dtype.is_float or ids.dtype.name == "bool":
-        raise DTypeError(f"{fn}: ids must be an integer tensor, got {ids.dtype.name} "
-                         f"of shape {ids.shape}")
-    check_known_index(fn, ids, weight.shape[0], 0)
+    ids = _ids(fn, ids, weight)
     flat = ids.reshape(-1)
     if flat.numel() == 0:
         return ids
