@@ -396,6 +396,9 @@ def test_norm_layers_without_bias():
 @pytest.mark.parametrize("build", NORMS)
 def test_norm_layers_without_bias_match_torch(build):
     torch = _torch()
+    import inspect
+    if "bias" not in inspect.signature(torch.nn.BatchNorm1d).parameters:
+        pytest.skip(f"torch {torch.__version__} has no bias= on its norm layers (2.14 has)")
     a, t = build(nn), build(torch.nn)
     assert list(a.state_dict()) == list(t.state_dict())
     assert repr(a) == repr(t)
