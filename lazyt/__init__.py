@@ -34,7 +34,8 @@ from .errors import (CaptureError, DeviceError, DistributedError, DTypeError, Fu
 from .functional import *  # noqa: F401,F403
 from .functional import __all__ as _functional_all
 from .tensor import Tensor
-from .autodiff import Gradients, is_grad_enabled, no_grad
+from .autodiff import (Gradients, enable_grad, inference_mode, is_grad_enabled, no_grad,
+                       set_grad_enabled)
 from . import fusion, kernels, nn, optim, utils  # noqa: E402  (subpackages)
 from .capture import capturing, compile  # noqa: A004 - lazyt.compile, as torch.compile
 
@@ -57,7 +58,8 @@ __all__ = [
     "set_default_device", "sync", "tensor", "zeros", "zeros_like", "LazytError", "ShapeError",
     "DTypeError", "DeviceError", "IndexOutOfRangeError", "InvalidArgumentError", "MissingImplError", "GradError",
     "FusionError", "MetadataMismatchError", "KernelLanguageError", "KernelCompileError",
-    "Gradients", "is_grad_enabled", "no_grad", "fusion", "kernels", "nn", "optim", "utils",
+    "Gradients", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad",
+    "set_grad_enabled", "fusion", "kernels", "nn", "optim", "utils",
     "CaptureError", "compile", "capturing", "uint8", "DistributedError", "finfo", "iinfo",
 ] + list(_functional_all)
 

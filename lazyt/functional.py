@@ -516,7 +516,17 @@ def _extreme(name: str, op: ReduceOp, arg: ReduceOp, pair, x: DT, dim, keepdim: 
             f"{name}: dim must be one int (the result is values and indices along it), got "
             f"{dim!r}; a{name}(x, dims) reduces over several dims and gives the values")
     dim = int(dim)
-    return ValuesIndices(_reduce(op, name, x, dim, keepdim), _arg(arg, name, x, dim, keepdim))
+    indices = _arg(arg, name, x, dim, True)
+    if x.ndim == 0:
+        return ValuesIndices(x, Dispatch.reshape(indices, ()))
+    # the values are read at the indices, so the gradient goes to the index returned (torch);
+    # amax/amin share it between ties instead
+    values = gather(x, dim, indices)
+    if not keepdim:
+        d = sh.normalize_dim(name, dim, x.ndim)
+        out = x.shape[:d] + x.shape[d + 1:]
+        values, indices = Dispatch.reshape(values, out), Dispatch.reshape(indices, out)
+    return ValuesIndices(values, indices)
 
 
 @method()

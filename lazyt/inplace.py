@@ -95,13 +95,20 @@ def _arange(like, n: int):
 
 def op_symbol(op: str) -> str:
     return {"__iadd__": "+", "__isub__": "-", "__imul__": "*", "__itruediv__": "/",
-            "__ifloordiv__": "//", "__imod__": "%", "__ipow__": "**"}.get(op, "op")
+            "__ifloordiv__": "//", "__imod__": "%", "__ipow__": "**", "__iand__": "&",
+            "__ior__": "|", "__ixor__": "^", "__ilshift__": "<<",
+            "__irshift__": ">>"}.get(op, "op")
 
 
 # ---------------------------------------------------------------------- operators
+_BITWISE = {BinaryOp.BITAND, BinaryOp.BITOR, BinaryOp.BITXOR, BinaryOp.SHL, BinaryOp.SHR}
+
+
 def _binary_inplace(name: str, code: BinaryOp):
+    run = F.bitwise if code in _BITWISE else F.binary
+
     def method(self, other):
-        return rebind(self, F.binary(code, self, other), name)
+        return rebind(self, run(code, self, other), name)
     method.__name__ = name
     method.__doc__ = f"`x {op_symbol(name)}= other` in place (see `lazyt.inplace`)."
     return method
@@ -111,6 +118,8 @@ OPERATORS = {
     "__iadd__": BinaryOp.ADD, "__isub__": BinaryOp.SUB, "__imul__": BinaryOp.MUL,
     "__itruediv__": BinaryOp.DIV, "__ifloordiv__": BinaryOp.FLOOR_DIV,
     "__imod__": BinaryOp.MOD, "__ipow__": BinaryOp.POW,
+    "__iand__": BinaryOp.BITAND, "__ior__": BinaryOp.BITOR, "__ixor__": BinaryOp.BITXOR,
+    "__ilshift__": BinaryOp.SHL, "__irshift__": BinaryOp.SHR,
 }
 
 

@@ -139,7 +139,24 @@ class Tensor(DispatchTensor):
         return getitem(self, key)
 
     # ------------------------------------------------------------------ conversion
-    def to(self, *args, dtype=None, device=None) -> "Tensor":
+    def __format__(self, spec: str) -> str:
+        """`f"{t:.3f}"` formats a one-element tensor's value, as torch; no spec gives str()."""
+        if self.ndim == 0:
+            return format(self.item(), spec)
+        if spec:
+            raise TypeError(f"unsupported format string {spec!r} for a tensor of shape "
+                            f"{self.shape}; format its elements (t.item(), t.tolist())")
+        return str(self)
+
+    def __contains__(self, element) -> bool:
+        """`v in t`: whether any element equals `v` (a number or a tensor), as torch."""
+        if not isinstance(element, (Tensor, bool, int, float, np.number)):
+            raise TypeError(f"'in' for a tensor takes a number or a tensor, got "
+                            f"{type(element).__name__}")
+        return bool(F.binary(_B.EQ, self, element).any())
+
+    def to(self, *args, dtype=None, device=None, non_blocking: bool = False,
+           copy: bool = False) -> "Tensor":
         """`.to(dtype)`, `.to(device)`, both, or `.to(other)` (other's dtype and device);
         returns self when nothing changes. torch's `non_blocking`/`copy` are not taken."""
         for a in args:
@@ -158,6 +175,8 @@ class Tensor(DispatchTensor):
             d = dt.as_dtype(dtype)
             if d is not out.dtype:
                 out = Dispatch.cast(out, d)
+        if copy and out is self:   # torch's copy=True: a new tensor even when nothing changes
+            out = self.clone()
         return out
 
     def float(self):
@@ -313,10 +332,25 @@ class Tensor(DispatchTensor):
         target = _device(f"cuda:{int(index)}")
         return self if self.device is target else self.to(target)
 
-    def backward(self, grad: "Tensor | None" = None):
+    def backward(self, gradient: "Tensor | None" = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs=None, *, grad: "Tensor | None" = None):
         """Backpropagate from this tensor. Returns the `Gradients` of the graph's leaves
         (`grads[x]` reads one: Burn's flow) and adds each leaf's gradient into its `.grad`
-        (torch's flow: reset it with `opt.zero_grad()` or `x.grad = None`)."""
+        (torch's flow: reset it with `opt.zero_grad()` or `x.grad = None`). The seed is
+        torch's `gradient` (or `grad=`). The graph is freed as it is walked, so
+        `retain_graph=True`, `create_graph=True` (higher-order gradients) and `inputs=` raise
+        `InvalidArgumentError`: run the forward again for a second backward."""
+        if gradient is not None and grad is not None:
+            raise InvalidArgumentError("backward: pass the seed as gradient= or grad=, not both")
+        grad = gradient if gradient is not None else grad
+        for name, value in (("retain_graph=True", retain_graph), ("create_graph=True",
+                                                                  create_graph),
+                            ("inputs=", inputs is not None)):
+            if value:
+                raise InvalidArgumentError(
+                    f"backward: {name} is not supported: lazyt frees the graph as backward "
+                    "walks it and records no graph of the backward itself; run the forward "
+                    "again to backpropagate a second time")
         g = None
         if grad is not None:
             grad = F.as_tensor(grad, self)

@@ -172,3 +172,76 @@ def test_to_another_tensor_and_gather_sparse_grad(device):
     assert x.to(i).dtype is lazyt.int64 and x.to(i).device is i.device
     assert i.to(x).dtype is lazyt.float32
     np.testing.assert_array_equal(x.gather(1, i, sparse_grad=False).numpy(), [[1], [3]])
+
+
+def test_in_place_bitwise_operators_update_the_tensor(device):
+    a = T(np.array([12, 10], np.int32), device)
+    b = a
+    a &= 6
+    a |= 1
+    a ^= 3
+    a <<= 2
+    a >>= 1
+    assert b is a
+    want = ((((np.array([12, 10]) & 6) | 1) ^ 3) << 2) >> 1
+    np.testing.assert_array_equal(b.numpy(), want)
+    f = T(np.array([1.5], np.float32), device)
+    with pytest.raises(DTypeError):
+        f &= 1
+    np.testing.assert_array_equal(f.numpy(), [1.5])
+
+
+def test_backward_takes_torchs_keywords():
+    z = lazyt.tensor([1.0, 2.0]).require_grad()
+    (z * z).backward(gradient=lazyt.tensor([1.0, 0.5]))
+    np.testing.assert_array_equal(z.grad.numpy(), [2.0, 2.0])
+    for kw in ({"retain_graph": True}, {"create_graph": True}, {"inputs": [z]}):
+        with pytest.raises(InvalidArgumentError, match="backward: .* is not supported"):
+            (z * z).sum().backward(**kw)
+    (z * 3).sum().backward(retain_graph=False)
+    np.testing.assert_array_equal(z.grad.numpy(), [5.0, 5.0])
+
+
+def test_grad_mode_context_managers():
+    x = lazyt.tensor([1.0]).require_grad()
+    with lazyt.no_grad():
+        assert not (x * 2).requires_grad
+        with lazyt.enable_grad():
+            assert (x * 2).requires_grad
+    with lazyt.set_grad_enabled(False):
+        assert not lazyt.is_grad_enabled()
+    assert lazyt.is_grad_enabled()
+    with lazyt.inference_mode():
+        assert not (x * 2).requires_grad
+    with lazyt.inference_mode(False):
+        assert (x * 2).requires_grad
+    lazyt.set_grad_enabled(False)          # the function form switches it until switched back
+    try:
+        assert not lazyt.is_grad_enabled()
+    finally:
+        lazyt.set_grad_enabled(True)
+    assert lazyt.is_grad_enabled()
+
+
+def test_format_contains_and_to_copy(device):
+    assert f"{T(np.float32(2.5), device):.2f}" == "2.50"
+    x = T(X, device)
+    with pytest.raises(TypeError, match="format"):
+        f"{x:.2f}"
+    assert 5.0 in x and 7 not in x and T(np.float32(4.0), device) in x
+    with pytest.raises(TypeError, match="'in'"):
+        "a" in x
+    c = x.to(copy=True)
+    assert c is not x and np.array_equal(c.numpy(), X)
+    assert x.to(lazyt.float32, non_blocking=True) is x
+
+
+def test_max_pair_sends_the_gradient_to_its_index():
+    x = lazyt.tensor([[1.0, 3.0, 3.0], [2.0, 2.0, 0.0]]).require_grad()
+    v, i = x.max(1)
+    (v * lazyt.tensor([1.0, 2.0])).sum().backward()
+    np.testing.assert_array_equal(i.numpy(), [1, 0])
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 1, 0], [2, 0, 0]])
+    x.grad = None
+    x.amax(1).sum().backward()              # amax shares it between ties, as torch's amax
+    np.testing.assert_array_equal(x.grad.numpy(), [[0, 0.5, 0.5], [0.5, 0.5, 0]])

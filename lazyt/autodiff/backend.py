@@ -235,6 +235,42 @@ def no_grad() -> Iterator[None]:
         _GRAD_ENABLED.reset(token)
 
 
+@contextmanager
+def enable_grad() -> Iterator[None]:
+    """`with lazyt.enable_grad():` records gradients again inside a `no_grad` block."""
+    token = _GRAD_ENABLED.set(True)
+    try:
+        yield
+    finally:
+        _GRAD_ENABLED.reset(token)
+
+
+class set_grad_enabled:
+    """torch's `set_grad_enabled(mode)`: called alone it switches gradient recording on or
+    off for this thread/task; as `with lazyt.set_grad_enabled(mode):` it restores the earlier
+    mode on exit."""
+
+    def __init__(self, mode: bool):
+        self._token = _GRAD_ENABLED.set(bool(mode))
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc) -> None:
+        _GRAD_ENABLED.reset(self._token)
+
+
+@contextmanager
+def inference_mode(mode: bool = True) -> Iterator[None]:
+    """torch's `inference_mode`: here `no_grad` when `mode` (lazyt has no separate
+    inference tensors)."""
+    token = _GRAD_ENABLED.set(not mode and _GRAD_ENABLED.get())
+    try:
+        yield
+    finally:
+        _GRAD_ENABLED.reset(token)
+
+
 def is_grad_enabled() -> bool:
     """False inside `lazyt.no_grad()`."""
     return _GRAD_ENABLED.get()

@@ -282,7 +282,10 @@ def test_ties_split_the_gradient(ad_device):
     np.testing.assert_allclose(g.get(a).numpy(), [0.5, 0.0, 1.0])
     np.testing.assert_allclose(g.get(b).numpy(), [0.5, 1.0, 0.0])
     x = T([[3.0, 1.0, 3.0], [0.0, 2.0, 1.0]], ad_device).require_grad()
-    g = x.max(1).values.sum().backward()
+    g = x.amax(1).sum().backward()
     np.testing.assert_allclose(g.get(x).numpy(), [[0.5, 0.0, 0.5], [0.0, 1.0, 0.0]])
+    x = T([[3.0, 1.0, 3.0], [0.0, 2.0, 1.0]], ad_device).require_grad()
+    g = x.max(1).values.sum().backward()        # the pair's values: all to the index, as torch
+    np.testing.assert_allclose(g.get(x).numpy(), [[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
     g = x.min().backward()
     np.testing.assert_allclose(g.get(x).numpy(), [[0.0, 0.0, 0.0], [1.0, 0.0, 0.0]])
