@@ -662,10 +662,17 @@ def var(x: DT, dim=None, *args, keepdim: bool = False, correction=None, unbiased
 @method()
 def std(x: DT, dim=None, *args, keepdim: bool = False, correction=None, unbiased=None,
         **np_kw) -> DT:
-    """The square root of `var`, with its arguments."""
+    """The square root of `var`, with its arguments. Where the values do not spread (var 0)
+    the gradient is 0, as torch's, not 0 * inf = NaN."""
     dim, keepdim, unbiased = _stat_positional("std", dim, args, keepdim, unbiased)
-    return unary(UnaryOp.SQRT, var(x, dim, keepdim=keepdim, correction=correction,
-                                   unbiased=unbiased, **np_kw))
+    return std_of_var(var(x, dim, keepdim=keepdim, correction=correction, unbiased=unbiased,
+                          **np_kw))
+
+
+def std_of_var(v: DT) -> DT:
+    """`sqrt(v)` with gradient 0 where `v` is 0 (torch's std backward); NaN stays NaN."""
+    spread = binary(_B.NE, v, 0)
+    return where(spread, unary(UnaryOp.SQRT, where(spread, v, 1)), 0)
 
 
 # ---------------------------------------------------------------------- movement

@@ -19,7 +19,7 @@ from . import dtype as dt
 from . import shape as sh
 from .creation import rand, randn, tensor
 from .errors import DTypeError, InvalidArgumentError, ShapeError
-from .functional import clamp, floating, method, where
+from .functional import clamp, floating, method, std_of_var, where
 from .inplace import rebind
 from .mathops import install_methods, isinf, tensor_arg
 from .promotion import fit_int
@@ -91,7 +91,7 @@ def std_mean(input, dim=None, unbiased: bool | None = None,  # noqa: A002 - torc
     x = tensor_arg("std_mean", input)
     dim, correction = _stat_args("std_mean", dim, unbiased, correction)
     v, m = var_mean(x, dim, keepdim=keepdim, correction=correction)
-    return v.sqrt(), m
+    return std_of_var(v), m
 
 
 # ---------------------------------------------------------------------- normalize

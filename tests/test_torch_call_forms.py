@@ -245,3 +245,16 @@ def test_max_pair_sends_the_gradient_to_its_index():
     x.grad = None
     x.amax(1).sum().backward()              # amax shares it between ties, as torch's amax
     np.testing.assert_array_equal(x.grad.numpy(), [[0, 0.5, 0.5], [0.5, 0.5, 0]])
+
+
+def test_std_of_constant_values_has_zero_gradient():
+    x = lazyt.tensor([2.0, 2.0, 2.0]).require_grad()
+    x.std().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 0, 0])
+    y = lazyt.tensor([[1.0, 2.0], [3.0, 3.0]]).require_grad()
+    s, m = lazyt.std_mean(y, 1)
+    np.testing.assert_allclose(s.numpy(), [np.sqrt(0.5), 0.0])
+    s.sum().backward()
+    np.testing.assert_allclose(y.grad.numpy(), [[-np.sqrt(0.5), np.sqrt(0.5)], [0, 0]],
+                               rtol=1e-6)
+    assert np.isnan(lazyt.tensor([3.0]).std().item())     # one value, unbiased: NaN stays
