@@ -163,6 +163,13 @@ def erfinv(input) -> Tensor:  # noqa: A002 - torch's name
         step_tail = (c - erfc(ga)) * _SQRT_PI_2 * (g * g).exp() * ys.sign()
         g = g - where(tail, step_tail, step_mid)
     edge = where(a == 1.0, y.sign() * math.inf, math.nan)
+    if y.requires_grad:
+        # the derivative in closed form, sqrt(pi)/2 exp(erfinv(y)^2), instead of autodiff
+        # through the first guess and the Newton steps (whose square roots give 0 * inf = NaN
+        # at y = 0)
+        g = g.detach()
+        slope = _SQRT_PI_2 * (g * g).exp()
+        g = g + (ys - ys.detach()) * slope
     return _done(where(inside, g, edge), out)
 
 

@@ -258,3 +258,12 @@ def test_std_of_constant_values_has_zero_gradient():
     np.testing.assert_allclose(y.grad.numpy(), [[-np.sqrt(0.5), np.sqrt(0.5)], [0, 0]],
                                rtol=1e-6)
     assert np.isnan(lazyt.tensor([3.0]).std().item())     # one value, unbiased: NaN stays
+
+
+def test_erfinv_gradient_is_finite_at_zero():
+    x = lazyt.tensor([0.0, 1e-3, 0.5, -0.9], dtype=lazyt.float64).require_grad()
+    y = lazyt.erfinv(x)
+    y.sum().backward()
+    want = np.sqrt(np.pi) / 2 * np.exp(y.numpy() ** 2)     # d erfinv / dy in closed form
+    np.testing.assert_allclose(x.grad.numpy(), want, rtol=1e-12)
+    assert x.grad.numpy()[0] == pytest.approx(np.sqrt(np.pi) / 2)
