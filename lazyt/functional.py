@@ -430,13 +430,17 @@ def _reduce(op: ReduceOp, name: str, x: DT, dim, keepdim: bool) -> DT:
     return Dispatch.reduce(op, x, dims, keepdim)
 
 
+def _torch_dim(dim):
+    """torch reads an empty `dim` (`()` or `[]`) as every dim."""
+    return None if isinstance(dim, (tuple, list)) and len(dim) == 0 else dim
+
+
 def _np_args(name: str, x: DT, dim, keepdim, np_kw: dict):
     """numpy's spellings of a reduction's arguments (`np.sum(t, axis=1)` calls
     `t.sum(axis=1, dtype=None, out=None)`): `axis` for `dim`, `keepdims` for `keepdim`,
     `dtype` casts first; `out` cannot be honoured (tensors are immutable). torch reads an
     empty `dim=()` as every dim; numpy's `axis=()` reduces none."""
-    if isinstance(dim, (tuple, list)) and len(dim) == 0:
-        dim = None
+    dim = _torch_dim(dim)
     if not np_kw:
         return x, dim, keepdim
     kw = dict(np_kw)
@@ -546,23 +550,13 @@ def min(x: DT, dim=None, keepdim: bool = False, **np_kw):  # noqa: A001
 @method()
 def amax(x: DT, dim=(), keepdim: bool = False) -> DT:
     """The largest value over `dim` (an int or a tuple; every dim when empty or None)."""
-    return _reduce(ReduceOp.MAX, "amax", x, _every_when_empty("amax", dim), keepdim)
+    return _reduce(ReduceOp.MAX, "amax", x, _torch_dim(dim), keepdim)
 
 
 @method()
 def amin(x: DT, dim=(), keepdim: bool = False) -> DT:
     """The smallest value over `dim` (an int or a tuple; every dim when empty or None)."""
-    return _reduce(ReduceOp.MIN, "amin", x, _every_when_empty("amin", dim), keepdim)
-
-
-def _every_when_empty(name: str, dim):
-    if dim is None or isinstance(dim, (int, np.integer)):
-        return dim
-    try:
-        return tuple(dim) or None
-    except TypeError:
-        raise InvalidArgumentError(f"{name}: dim must be an int or a tuple of ints, got {dim!r}") \
-            from None
+    return _reduce(ReduceOp.MIN, "amin", x, _torch_dim(dim), keepdim)
 
 
 @method()

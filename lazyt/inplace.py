@@ -23,6 +23,7 @@ import numpy as np
 
 from . import dtype as dt
 from . import functional as F
+from . import shape as sh
 from . import capture_state as _capture
 from .dispatch import Dispatch, DispatchTensor
 from .errors import DTypeError, GradError, InvalidArgumentError, ShapeError
@@ -195,10 +196,10 @@ def setitem(self, key, value) -> None:
     if mask is not None:
         v = F.as_tensor(value, self)
         try:
-            F.expand(v, *shape)
+            fits = sh.broadcast("setitem", tuple(v.shape), shape) == shape
         except ShapeError:
-            pass           # `x[mask] = values` of the mask's count: the general path
-        else:
+            fits = False   # `x[mask] = values` of the mask's count: the general path
+        if fits:
             return rebind(self, F.where(mask, F.to(v, self.dtype), self), "setitem")
     n = int(np.prod(shape)) if shape else 1
     positions = F.reshape(_arange(self, n), *shape) if shape else F.reshape(_arange(self, 1))

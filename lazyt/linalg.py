@@ -369,7 +369,7 @@ def qr(A, mode: str = "reduced"):  # noqa: N803 - torch's name
     k = min(m, n)
     rows = arange(m, device=x.device).reshape(m, 1)
     r = x
-    q = (rows == arange(m, device=x.device)).to(x.dtype).expand(*x.shape[:-2], m, m)
+    q = _batch_eye(tuple(x.shape[:-2]), m, x)
     for j in range(k):
         col = r[..., :, j:j + 1]                                   # [..., m, 1]
         alpha = col[..., j:j + 1, :]                               # [..., 1, 1]
@@ -600,7 +600,9 @@ def _jacobi_columns(x: Tensor, vectors: bool) -> tuple:
 
 
 def _householder(x: Tensor) -> tuple:
-    """Householder reflections of x [..., m, n], m >= n, scaled to magnitudes <= 1: (R
+    """Householder reflections of x [..., m, n], m >= n, scaled to magnitudes <= 1, for the
+    SVD's preconditioning (`qr` keeps its own loop: LAPACK's tau, and a column already zero
+    below the diagonal left alone, which give torch's signs; here any sign does): (R
     [..., n, n], the reflections (v [..., m, 1], tau [..., 1, 1]) with x = H_0 H_1 ... [R; 0],
     H = I - tau v v^T). A column below sqrt(tiny) gets H = I (2 / |v|^2 would overflow);
     no square root of 0 reaches the gradient."""

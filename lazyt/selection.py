@@ -462,23 +462,18 @@ def _index_list(x: Tensor, indices) -> list:
 def _flat_positions(x: Tensor, idx: list):
     """`(positions, lead)`: the row-major positions in `x` of `x[idx]` (shape: the indices
     broadcast, then x's unindexed dims), and those in the indexed leading dims alone (shape:
-    the indices broadcast). Each index passes through a gather, which checks its range when
-    the op runs; negative entries count from the end."""
-    shape = sh.broadcast("index_put", *(t.shape for t in idx)) if len(idx) > 1 \
-        else idx[0].shape
-    lin = None
-    for i, t in enumerate(idx):
-        n = x.shape[i]
-        t = where(t < 0, t + n, t)
-        t = gather(arange(n, device=x.device), 0, t.reshape(-1)).reshape(t.shape)
-        t = expand(t, shape) if t.shape != shape else t
-        lin = t if lin is None else lin * n + t
-    rest = x.shape[len(idx):]
-    r = sh.numel(rest)
+    the indices broadcast): `x[idx]`'s own indexing applied to the positions, so negative
+    entries count from the end and ranges are checked as `x[idx]` checks them."""
+    if len(idx) > 1:
+        sh.broadcast("index_put", *(t.shape for t in idx))
+    k = len(idx)
+    lead = arange(sh.numel(x.shape[:k]), device=x.device).reshape(x.shape[:k])[tuple(idx)]
+    rest = x.shape[k:]
     if not rest:
-        return lin, lin
+        return lead, lead
+    r = sh.numel(rest)
     within = arange(r, device=x.device).reshape(rest)
-    return lin.reshape(shape + (1,) * len(rest)) * r + within, lin
+    return lead.reshape(lead.shape + (1,) * len(rest)) * r + within, lead
 
 
 @method(function=False)

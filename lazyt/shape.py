@@ -3,9 +3,10 @@ callers and the Fusion layer (which must know shapes without running a kernel)."
 from __future__ import annotations
 
 import math
+import operator
 from typing import Sequence
 
-from .errors import IndexOutOfRangeError, ShapeError
+from .errors import IndexOutOfRangeError, InvalidArgumentError, ShapeError
 
 Shape = tuple
 
@@ -57,6 +58,12 @@ def normalize_dims(op: str, dims, ndim: int) -> tuple:
         return tuple(range(ndim))
     if isinstance(dims, int):
         dims = (dims,)
+    elif not isinstance(dims, (tuple, list)):
+        try:
+            dims = (operator.index(dims),)          # numpy integers
+        except TypeError:
+            raise InvalidArgumentError(f"{op}: dim must be an int or a tuple of ints, got "
+                                       f"{dims!r}") from None
     out = sorted({normalize_dim(op, d, ndim) for d in dims})
     if len(out) != len(tuple(dims)):
         raise ShapeError(f"{op}: repeated dim in {tuple(dims)}")
