@@ -39,8 +39,29 @@ INPLACE = (
     "copysign float_power floor_divide heaviside xlogy logical_and logical_or logical_xor "
     "logical_not bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift "
     "bitwise_right_shift eq ne lt le gt ge masked_fill masked_scatter index_add scatter "
-    "scatter_add scatter_reduce index_put "
+    "scatter_add scatter_reduce index_put erfc gcd lcm i0 ldexp "
 ).split() + list(ALIASES)
+
+
+#: torch's module-level in-place functions (`torch.relu_(x)` is `x.relu_()`): each is made
+#: where the Tensor method of that name exists.
+FUNCTIONS_INPLACE = (
+    "abs_ acos_ acosh_ addmv_ arccos_ arccosh_ arcsin_ arcsinh_ arctan_ arctanh_ asin_ "
+    "asinh_ atan_ atanh_ ceil_ celu_ clamp_ clamp_max_ clamp_min_ clip_ cos_ cosh_ deg2rad_ "
+    "detach_ erf_ erfc_ exp2_ exp_ expm1_ fill_ fix_ floor_ frac_ gcd_ i0_ index_put_ lcm_ "
+    "ldexp_ log10_ log1p_ log2_ log_ logit_ nan_to_num_ neg_ negative_ rad2deg_ reciprocal_ "
+    "relu_ round_ rrelu_ rsqrt_ selu_ sigmoid_ sin_ sinc_ sinh_ sqrt_ square_ tan_ tanh_ "
+    "threshold_ trunc_ xlogy_ zero_"
+).split()
+
+
+def _function_inplace(name: str):
+    def function(input, *args, **kwargs):  # noqa: A002 - torch's name
+        return getattr(input, name)(*args, **kwargs)
+
+    function.__name__ = function.__qualname__ = name
+    function.__doc__ = f"`input.{name}(...)`: the tensor updated in place (torch.{name})."
+    return function
 
 
 def _alias(target: str, name: str):
@@ -158,6 +179,16 @@ def _install() -> list:
     for name in INPLACE:
         if hasattr(Tensor, name) and name + "_" not in vars(Tensor):
             setattr(Tensor, name + "_", _inplace(name))
+    from .nn import functional as nnf
+    for name in ("selu", "celu", "rrelu", "threshold", "selu_", "celu_", "rrelu_",
+                 "threshold_"):     # torch has these activations at the top level too
+        if not hasattr(module, name):
+            setattr(module, name, getattr(nnf, name))
+            exported.append(name)
+    for name in FUNCTIONS_INPLACE:
+        if hasattr(Tensor, name) and not hasattr(module, name):
+            setattr(module, name, _function_inplace(name))
+            exported.append(name)
     if "is_cpu" not in vars(Tensor):
         Tensor.is_cpu = property(lambda self: self.device.type == "cpu")
     if "is_cuda" not in vars(Tensor):

@@ -57,8 +57,10 @@ def rebind(t, new, op: str):
                              f"in place in a {t.dtype.name} tensor (torch refuses it too); "
                              f"use x = x {op_symbol(op)} ... for a new tensor")
         new = F.to(new, t.dtype)
-    backend.mark_overwritten(t.primitive)
     prim = new.primitive
+    if prim is t.primitive:       # the op left the value as it was (dropout with p=0)
+        return t
+    backend.mark_overwritten(t.primitive, prim)
     if leaf:                      # under no_grad: the updated value is the same leaf again
         prim = backend.require_grad(backend.detach(prim))
     t.primitive = prim
@@ -71,6 +73,15 @@ def rebind(t, new, op: str):
         with no_grad():
             rebind(owner, t, op)
     return t
+
+
+def stored(fn: str, input, out, inplace):  # noqa: A002 - torch's name
+    """`out`, or with torch's `inplace=True` the `input` tensor itself updated to `out` (an
+    activation's or dropout's `inplace=` flag; a leaf that requires grad refuses it while
+    gradients are recorded, as torch does)."""
+    if not inplace:
+        return out
+    return rebind(input, out, fn + "_")
 
 
 #: Leaves that require grad, by autodiff node id: `backward()` adds their gradients into

@@ -138,6 +138,56 @@ def test_backward_through_an_overwritten_value_raises(device):
     np.testing.assert_allclose(x2.grad.numpy(), [3.0, 3.0])
 
 
+@pytest.mark.parametrize("op", ["relu_", "exp_", "sin_", "tanh_", "sigmoid_", "sqrt_", "abs_",
+                                "log_", "neg_", "square_", "mul_w", "div_w", "pow_2",
+                                "addcmul_", "clamp_"])
+def test_in_place_op_on_a_non_leaf_differentiates_as_out_of_place(device, op):
+    """`y = x * 3; y.relu_()`: the in-place op's own backward may read the value it replaced
+    (torch allows all of these); the gradient is the out-of-place one."""
+    def apply(y, w, inplace):
+        name, arg = (op[:-2] + "_", (w,)) if op.endswith("_w") else (op, ())
+        if op == "pow_2":
+            name, arg = "pow_", (2.0,)
+        elif op == "addcmul_":
+            arg = (w, w)
+        elif op == "clamp_":
+            arg = (0.5, 5.0)
+        if inplace:
+            return getattr(y, name)(*arg)
+        return getattr(y, name.rstrip("_"))(*arg)
+
+    grads = []
+    for inplace in (False, True):
+        x = T([0.25, 0.5, 1.5], device).require_grad()
+        w = T([2.0, 3.0, 4.0], device).require_grad()
+        y = x * 3
+        out = apply(y, w, inplace)
+        if inplace:
+            assert out is y and y._version == 1
+        (out * out).sum().backward()
+        grads.append((x.grad.numpy(), None if w.grad is None else w.grad.numpy()))
+    np.testing.assert_allclose(grads[1][0], grads[0][0], rtol=1e-5)
+    if grads[0][1] is not None:
+        np.testing.assert_allclose(grads[1][1], grads[0][1], rtol=1e-5)
+
+
+def test_a_value_read_before_an_in_place_op_still_raises(device):
+    """torch's version check for the reads before the update: `z = y.sin(); y.relu_()` and
+    then a backward through z raises; the gradient of y's new value works."""
+    x = T([0.5, 1.5], device).require_grad()
+    y = x * 3
+    z = y.sin()                                        # saves y's old value
+    y.relu_()
+    with pytest.raises(GradError, match="modified by an in-place op"):
+        z.sum().backward()
+    x2 = T([0.5, 1.5], device).require_grad()
+    y2 = x2 * 3
+    y2.sin_().exp_()                                   # a chain of in-place ops
+    y2.sum().backward()
+    np.testing.assert_allclose(x2.grad.numpy(), np.exp(np.sin([1.5, 4.5])) *
+                               np.cos([1.5, 4.5]) * 3, rtol=1e-5)
+
+
 def test_gradients_flow_through_setitem(device):
     x = T([1.0, 2.0, 3.0], device).require_grad()
     v = T([10.0], device).require_grad()

@@ -139,15 +139,27 @@ class Autodiff(Backend):
         node.hooks.append(hook)
         return node.hooks
 
-    def mark_overwritten(self, x: Primitive) -> None:
-        """`x`'s tensor is being updated in place: a backward step that needs `x`'s value
-        raises `GradError` from now on (torch's version-counter check)."""
-        if type(x) is AT:
-            node = x.node
-            node.overwritten = True
-            saved = node.saved() if node.saved is not None else None
-            if saved is not None:
-                saved.overwritten = True
+    def mark_overwritten(self, x: Primitive, by: Primitive | None = None) -> None:
+        """`x`'s tensor is being updated in place to the value `by`: a backward step that
+        needs `x`'s value raises `GradError` from now on (torch's version-counter check),
+        except the steps of the in-place op itself (the nodes between `x` and `by`: `relu_`
+        may keep what it read, as torch's in-place ops do)."""
+        if type(x) is not AT:
+            return
+        node = x.node
+        exempt = set()
+        if type(by) is AT:
+            stack = [by.node]
+            while stack:
+                n = stack.pop()
+                if n is None or n.id <= node.id or n.id in exempt:
+                    continue
+                exempt.add(n.id)
+                stack.extend(n.parents)
+        node.mark_overwritten(exempt)
+        saved = node.saved() if node.saved is not None else None
+        if saved is not None:
+            saved.mark_overwritten(exempt)
 
     def is_tracked(self, x: Primitive) -> bool:
         return type(x) is AT and x.node.requirement is not Requirement.NONE

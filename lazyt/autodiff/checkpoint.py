@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 from ..errors import GradError
 from ..shape import numel
-from .node import Node, NodeId
+from .node import Node, NodeId, overwrite
 
 STRATEGIES = ("balanced", "none")
 
@@ -67,9 +67,12 @@ class Saved:
         global _saved_bytes, _saved_count
         self.value = value
         self.nbytes = nbytes
-        self.overwritten = False   # the tensor holding it was updated in place since
+        self.overwritten = None   # as `Node.overwritten`: updated in place since, and who may read
         _saved_bytes += nbytes
         _saved_count += 1
+
+    def mark_overwritten(self, exempt) -> None:
+        self.overwritten = overwrite(self.overwritten, exempt)
 
     def __del__(self):
         global _saved_bytes, _saved_count
@@ -159,23 +162,24 @@ class Checkpointer:
                 self._retros[nid] = retro
                 work.extend(retro.sources)
 
-    def add_step(self, checkpoints: list) -> None:
-        """Register the checkpoints of one step that will run."""
+    def add_step(self, checkpoints: list, reader: NodeId | None = None) -> None:
+        """Register the checkpoints of one step that will run (the step of node `reader`).
+        `GradError` when one of them was updated in place after `reader`'s op read it
+        (torch's version check; the in-place op's own steps may read what it replaced, and
+        the inputs of a recomputation are exempt: their values are immutable, only the
+        tensor objects holding them moved on)."""
+        for nid, src in checkpoints:
+            gone = src.overwritten if type(src) is Saved else src.node.overwritten
+            if gone is not None and reader not in gone:
+                raise GradError(f"backward: a value this gradient needs (node {nid}) was "
+                                "modified by an in-place op after the forward used it; compute "
+                                "out of place (y = y + 1) or take a .clone() first (torch "
+                                "refuses this too)")
         for nid, src in checkpoints:
             self._require(nid, src)
 
     def retrieve_node_output(self, node_id: NodeId) -> Any:
-        """The value of node `node_id` as its forward produced it (saved or recomputed).
-        `GradError` when its tensor was updated in place since (torch's version check; the
-        inputs of a recomputation are exempt: their values are immutable, only the tensor
-        objects holding them moved on)."""
-        src = self._sources.get(node_id)
-        if src is not None and (src.overwritten if type(src) is Saved else
-                                src.node.overwritten):
-            raise GradError(f"backward: a value this gradient needs (node {node_id}) was "
-                            "modified by an in-place op after the forward used it; compute out "
-                            "of place (y = y + 1) or take a .clone() first (torch refuses this "
-                            "too)")
+        """The value of node `node_id` as its forward produced it (saved or recomputed)."""
         if node_id not in self._values:
             self._materialize(node_id)
         return self._take(node_id)

@@ -46,7 +46,7 @@ def run_backward(root: Node, seed: Any) -> Gradients:
     grads.register(root, seed)
     checkpointer = Checkpointer()
     for node in steps:
-        checkpointer.add_step(node.step.checkpoints)
+        checkpointer.add_step(node.step.checkpoints, node.id)
     ready = hooks.ready_schedule(steps, nodes)   # None unless a gradient hook is registered
     try:
         if ready is None:

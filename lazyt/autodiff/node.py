@@ -21,6 +21,12 @@ def next_node_id() -> NodeId:
     return next(_ids)
 
 
+def overwrite(current: frozenset | None, exempt) -> frozenset:
+    """The node ids that may read a value after one more in-place update of its tensor."""
+    exempt = frozenset(exempt)
+    return exempt if current is None else current & exempt
+
+
 class Requirement(Enum):
     """Whether a node's gradient is wanted (Burn's `Requirement`)."""
 
@@ -87,12 +93,17 @@ class Node:
         self.retro = retro
         self.consumed = False
         self.saved = None  # weak reference to the `Saved` holding this node's value, if any
-        self.overwritten = False  # its tensor was updated in place (`Tensor.add_`, `+=`, ...)
+        #: None, or (its tensor was updated in place: `Tensor.add_`, `+=`, ...) the ids of
+        #: the nodes that may still read the old value: those the in-place op made
+        self.overwritten: frozenset | None = None
         self.hooks: list | None = None
 
     def __repr__(self) -> str:
         state = "consumed" if self.consumed else "leaf" if self.step is None else "op"
         return f"Node(id={self.id}, requirement={self.requirement.name}, {state})"
+
+    def mark_overwritten(self, exempt) -> None:
+        self.overwritten = overwrite(self.overwritten, exempt)
 
     def clear(self) -> None:
         """Drop what backward needed (the step, saved state, parents): called once consumed."""

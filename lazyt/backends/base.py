@@ -99,8 +99,8 @@ class Backend:
         raise GradError("register_hook: this tensor does not require grad (this device has "
                         "no autodiff layer)")
 
-    def mark_overwritten(self, x: Primitive) -> None:
-        """`x`'s tensor is being updated in place (the Autodiff layer notes it)."""
+    def mark_overwritten(self, x: Primitive, by: Primitive | None = None) -> None:
+        """`x`'s tensor is being updated in place to `by` (the Autodiff layer notes it)."""
 
     def is_tracked(self, x: Primitive) -> bool:
         return False

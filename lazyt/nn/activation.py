@@ -27,15 +27,24 @@ class GELU(Module):
 
 
 class SiLU(Module):
-    """`x * sigmoid(x)` (swish)."""
+    """`x * sigmoid(x)` (swish); `inplace=True` updates the input tensor."""
+
+    def __init__(self, inplace: bool = False):
+        super().__init__()
+        self.inplace = bool(inplace)
 
     def forward(self, x: Tensor) -> Tensor:
-        return x.silu()
+        return F.silu(x, self.inplace) if self.inplace else x.silu()
+
+    def extra_repr(self) -> str:
+        return "inplace=True" if self.inplace else ""
 
 
-class ReLU(Module):
+class ReLU(SiLU):
+    """`max(x, 0)`; `inplace=True` updates the input tensor."""
+
     def forward(self, x: Tensor) -> Tensor:
-        return x.relu()
+        return F.relu(x, self.inplace) if self.inplace else x.relu()
 
 
 class Tanh(Module):
@@ -50,14 +59,12 @@ class Sigmoid(Module):
 
 # ---------------------------------------------------------------------- torch's activations
 class _Inplace(Module):
-    """An activation whose torch constructor takes `inplace`: only False is accepted here."""
+    """An activation whose torch constructor takes `inplace`: True makes `forward` update its
+    input tensor to the result and return it (see `lazyt.inplace`)."""
 
     def __init__(self, inplace: bool = False):
         super().__init__()
-        if inplace:
-            raise InvalidArgumentError(f"{type(self).__name__}: inplace=True is not supported "
-                                       "by the activation modules; they return a new tensor")
-        self.inplace = False
+        self.inplace = bool(inplace)
 
     def _inplace_str(self, sep: str = ", ") -> str:
         return f"{sep}inplace=True" if self.inplace else ""
@@ -71,7 +78,7 @@ class ELU(_Inplace):
         self.alpha = alpha
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.elu(x, self.alpha)
+        return F.elu(x, self.alpha, self.inplace)
 
     def extra_repr(self) -> str:
         return f"alpha={self.alpha}{self._inplace_str()}"
@@ -81,14 +88,14 @@ class CELU(ELU):
     """`max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.celu(x, self.alpha)
+        return F.celu(x, self.alpha, self.inplace)
 
 
 class SELU(_Inplace):
     """Scaled ELU with torch's constants."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.selu(x)
+        return F.selu(x, self.inplace)
 
     def extra_repr(self) -> str:
         return self._inplace_str("")
@@ -102,7 +109,7 @@ class LeakyReLU(_Inplace):
         self.negative_slope = negative_slope
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.leaky_relu(x, self.negative_slope)
+        return F.leaky_relu(x, self.negative_slope, self.inplace)
 
     def extra_repr(self) -> str:
         return f"negative_slope={self.negative_slope}{self._inplace_str()}"
@@ -120,7 +127,7 @@ class Hardtanh(_Inplace):
         self.max_val = max_val
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.hardtanh(x, self.min_val, self.max_val)
+        return F.hardtanh(x, self.min_val, self.max_val, self.inplace)
 
     def extra_repr(self) -> str:
         return f"min_val={self.min_val}, max_val={self.max_val}{self._inplace_str()}"
@@ -133,7 +140,7 @@ class ReLU6(Hardtanh):
         super().__init__(0.0, 6.0, inplace)
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.relu6(x)
+        return F.relu6(x, self.inplace)
 
     def extra_repr(self) -> str:
         return self._inplace_str("")
@@ -143,21 +150,21 @@ class Hardsigmoid(_Inplace):
     """0 for x <= -3, 1 for x >= 3, else `x / 6 + 1 / 2`."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.hardsigmoid(x)
+        return F.hardsigmoid(x, self.inplace)
 
 
 class Hardswish(_Inplace):
     """`x * hardsigmoid(x)`."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.hardswish(x)
+        return F.hardswish(x, self.inplace)
 
 
 class Mish(_Inplace):
     """`x * tanh(softplus(x))`."""
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.mish(x)
+        return F.mish(x, self.inplace)
 
     def extra_repr(self) -> str:
         return self._inplace_str("")
@@ -287,7 +294,7 @@ class Threshold(_Inplace):
         self.threshold, self.value = threshold, value
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.threshold(x, self.threshold, self.value)
+        return F.threshold(x, self.threshold, self.value, self.inplace)
 
     def extra_repr(self) -> str:
         return f"threshold={self.threshold}, value={self.value}" + self._inplace_str()
@@ -302,7 +309,7 @@ class RReLU(_Inplace):
         self.lower, self.upper = lower, upper
 
     def forward(self, x: Tensor) -> Tensor:
-        return F.rrelu(x, self.lower, self.upper, self.training)
+        return F.rrelu(x, self.lower, self.upper, self.training, self.inplace)
 
     def extra_repr(self) -> str:
         return f"lower={self.lower}, upper={self.upper}{self._inplace_str()}"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from .. import creation
 from ..errors import InvalidArgumentError
 from ..functional import where
+from ..inplace import stored
 from ..tensor import Tensor
 from .module import Module
 
@@ -30,12 +31,10 @@ class Dropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         self.p = _probability("Dropout", p)
-        if inplace:
-            raise InvalidArgumentError("Dropout: inplace=True is not supported; the module "
-                                       "returns a new tensor")
+        self.inplace = bool(inplace)
 
     def forward(self, x: Tensor) -> Tensor:
-        return drop(x, self.p) if self.training else x
+        return stored("dropout", x, drop(x, self.p), self.inplace) if self.training else x
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"

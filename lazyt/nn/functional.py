@@ -17,6 +17,7 @@ from .. import shape as _shape
 from ..errors import (DTypeError, IndexOutOfRangeError, InvalidArgumentError, LazytError,
                       ShapeError)
 from ..functional import gelu, where
+from ..inplace import stored as _stored
 from ..functional import log_softmax as _log_softmax
 from ..functional import relu as _relu
 from ..functional import silu as _silu
@@ -339,14 +340,7 @@ _SELU_ALPHA = 1.6732632423543772848170429916717
 _SELU_SCALE = 1.0507009873554804934193349852946
 
 
-def _no_inplace(fn: str, inplace) -> None:
-    if inplace:
-        raise InvalidArgumentError(f"{fn}: inplace=True is not supported by the activation "
-                                   f"functions; use the returned tensor (or x.copy_(...))")
-
-
-def _activation_input(fn: str, input, inplace=False) -> Tensor:  # noqa: A002 - torch's name
-    _no_inplace(fn, inplace)
+def _activation_input(fn: str, input) -> Tensor:  # noqa: A002 - torch's name
     return _float_tensor(fn, "input", input)
 
 
@@ -357,38 +351,41 @@ def _expm1_neg(x: Tensor) -> Tensor:
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
     """`x` where x > 0, else `alpha * (exp(x) - 1)`."""
-    x = _activation_input("elu", input, inplace)
-    return where(x > 0, x, alpha * _expm1_neg(x))
+    x = _activation_input("elu", input)
+    return _stored("elu", input, where(x > 0, x, alpha * _expm1_neg(x)), inplace)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
     """`max(0, x) + min(0, alpha * (exp(x / alpha) - 1))`."""
-    x = _activation_input("celu", input, inplace)
+    x = _activation_input("celu", input)
     if alpha == 0:
         raise InvalidArgumentError("celu: alpha must not be 0 (it divides x), got 0")
-    return where(x > 0, x, alpha * ((where(x > 0, 0.0, x) / alpha).exp() - 1))
+    out = where(x > 0, x, alpha * ((where(x > 0, 0.0, x) / alpha).exp() - 1))
+    return _stored("celu", input, out, inplace)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """`scale * elu(x, alpha)` with torch's constants (alpha ~ 1.6733, scale ~ 1.0507)."""
-    x = _activation_input("selu", input, inplace)
-    return _SELU_SCALE * where(x > 0, x, _SELU_ALPHA * _expm1_neg(x))
+    x = _activation_input("selu", input)
+    out = _SELU_SCALE * where(x > 0, x, _SELU_ALPHA * _expm1_neg(x))
+    return _stored("selu", input, out, inplace)
 
 
 def leaky_relu(input: Tensor, negative_slope: float = 0.01,  # noqa: A002
                inplace: bool = False) -> Tensor:
     """`x` where x > 0, else `negative_slope * x`."""
-    x = _activation_input("leaky_relu", input, inplace)
-    return where(x > 0, x, x * negative_slope)
+    x = _activation_input("leaky_relu", input)
+    return _stored("leaky_relu", input, where(x > 0, x, x * negative_slope), inplace)
 
 
 def _hardtanh(fn: str, input, min_val: float, max_val: float, inplace) -> Tensor:  # noqa: A002
-    x = _activation_input(fn, input, inplace)
+    x = _activation_input(fn, input)
     if min_val > max_val:
         raise InvalidArgumentError(f"{fn}: min_val ({min_val!r}) must not be greater than "
                                    f"max_val ({max_val!r})")
     # torch's gradient is 0 at and beyond either bound (clamp would pass it at the bound)
-    return where(x <= min_val, min_val, where(x >= max_val, max_val, x))
+    return _stored(fn, input, where(x <= min_val, min_val, where(x >= max_val, max_val, x)),
+                   inplace)
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
@@ -404,14 +401,16 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """0 for x <= -3, 1 for x >= 3, else `x / 6 + 1 / 2` (gradient 1/6 strictly inside)."""
-    x = _activation_input("hardsigmoid", input, inplace)
-    return where(x <= -3, 0.0, where(x >= 3, 1.0, x / 6 + 0.5))
+    x = _activation_input("hardsigmoid", input)
+    out = where(x <= -3, 0.0, where(x >= 3, 1.0, x / 6 + 0.5))
+    return _stored("hardsigmoid", input, out, inplace)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """`x * min(max(x + 3, 0), 6) / 6`; the gradient is 0 at -3 and 1 at 3, as torch's."""
-    x = _activation_input("hardswish", input, inplace)
-    return where(x <= -3, 0.0, where(x >= 3, x, x * (x + 3) / 6))
+    x = _activation_input("hardswish", input)
+    out = where(x <= -3, 0.0, where(x >= 3, x, x * (x + 3) / 6))
+    return _stored("hardswish", input, out, inplace)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
@@ -431,8 +430,8 @@ def softsign(input: Tensor) -> Tensor:  # noqa: A002
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """`x * tanh(softplus(x))`."""
-    x = _activation_input("mish", input, inplace)
-    return x * _softplus(x).tanh()
+    x = _activation_input("mish", input)
+    return _stored("mish", input, x * _softplus(x).tanh(), inplace)
 
 
 def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
@@ -443,15 +442,51 @@ def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
 
 def relu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """`max(x, 0)`."""
-    _no_inplace("relu", inplace)
-    return _relu(input)
+    return _stored("relu", input, _relu(input), inplace)
 
 
 def silu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """`x * sigmoid(x)`."""
-    _no_inplace("silu", inplace)
-    return _silu(input)
+    return _stored("silu", input, _silu(input), inplace)
 
+
+
+# torch's in-place function forms: the input tensor updated to the activation and returned
+def relu_(input: Tensor) -> Tensor:  # noqa: A002
+    return relu(input, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:  # noqa: A002
+    return elu(input, alpha, inplace=True)
+
+
+def celu_(input: Tensor, alpha: float = 1.0) -> Tensor:  # noqa: A002
+    return celu(input, alpha, inplace=True)
+
+
+def selu_(input: Tensor) -> Tensor:  # noqa: A002
+    return selu(input, inplace=True)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:  # noqa: A002
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def hardtanh_(input: Tensor, min_val: float = -1.0, max_val: float = 1.0) -> Tensor:  # noqa: A002
+    return hardtanh(input, min_val, max_val, inplace=True)
+
+
+def threshold_(input: Tensor, threshold: float, value: float) -> Tensor:  # noqa: A002
+    return globals()["threshold"](input, threshold, value, inplace=True)
+
+
+def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002
+           training: bool = False) -> Tensor:
+    return rrelu(input, lower, upper, training, inplace=True)
+
+
+__all__ += ["relu_", "elu_", "celu_", "selu_", "leaky_relu_", "hardtanh_", "threshold_",
+            "rrelu_"]
 
 def _softmax_dim(fn: str, x: Tensor, dim, stacklevel: int) -> int:
     """`dim`, or for None torch's legacy choice (0 for 0-, 1- and 3-D inputs, else 1) with its
@@ -543,9 +578,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
     """Zeroes each element with probability `p` and scales the rest by 1 / (1 - p) when
     `training` (torch's default is True here, unlike the module's mode); else the input."""
     p = _probability("dropout", p)
-    _no_inplace("dropout", inplace)
     x = _float_tensor("dropout", "input", input)
-    return drop(x, p) if training else x
+    return _stored("dropout", input, drop(x, p), inplace) if training else x
 
 
 def embedding(input, weight: Tensor, padding_idx: int | None = None,  # noqa: A002
@@ -602,8 +636,8 @@ def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
 def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
               inplace: bool = False) -> Tensor:
     """`x` where x > threshold, else `value`."""
-    x = _activation_input("threshold", input, inplace)
-    return where(x > threshold, x, float(value))
+    x = _activation_input("threshold", input)
+    return _stored("threshold", input, where(x > threshold, x, float(value)), inplace)
 
 
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
@@ -902,14 +936,14 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa
           training: bool = False, inplace: bool = False) -> Tensor:
     """Randomized leaky ReLU: negative inputs scaled by a slope drawn from U(lower, upper)
     per element in training (lazyt's generator), by `(lower + upper) / 2` otherwise."""
-    x = _activation_input("rrelu", input, inplace)
+    x = _activation_input("rrelu", input)
     if not lower <= upper:
         raise InvalidArgumentError(f"rrelu: lower ({lower!r}) must not be greater than upper "
                                    f"({upper!r})")
     if not training:
-        return where(x >= 0, x, x * ((lower + upper) / 2))
+        return _stored("rrelu", input, where(x >= 0, x, x * ((lower + upper) / 2)), inplace)
     slope = creation.rand(*x.shape, dtype=x.dtype, device=x.device) * (upper - lower) + lower
-    return where(x >= 0, x, x * slope)
+    return _stored("rrelu", input, where(x >= 0, x, x * slope), inplace)
 
 
 def gumbel_softmax(logits: Tensor, tau: float = 1.0, hard: bool = False,

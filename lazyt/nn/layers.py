@@ -17,6 +17,7 @@ from .. import creation
 from .. import dtype as dt
 from ..errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 from ..functional import stack, where
+from ..inplace import stored as _stored
 from ..reductions import _norm
 from ..layout import pad
 from ..tensor import Tensor
@@ -466,9 +467,6 @@ def _channel_mask(x: Tensor, p: float, spatial: int) -> Tensor:
 def _channel_dropout(fn: str, input, p: float, training: bool, inplace: bool,  # noqa: A002
                      spatial: int, dims: tuple) -> Tensor:
     p = _probability(fn, p)
-    if inplace:
-        raise InvalidArgumentError(f"{fn}: inplace=True is not supported; use the returned "
-                                   "tensor")
     if not isinstance(input, Tensor) or not input.dtype.is_float:
         raise DTypeError(f"{fn}: expected a floating-point tensor input, got "
                          f"{getattr(input, 'dtype', type(input).__name__)}")
@@ -477,9 +475,9 @@ def _channel_dropout(fn: str, input, p: float, training: bool, inplace: bool,  #
                          f"(channels first, batch optional), got shape {input.shape}")
     if not training or p == 0.0:
         return input
-    if p == 1.0:
-        return input * 0
-    return where(_channel_mask(input, p, spatial), input * (1.0 / (1.0 - p)), 0.0)
+    out = input * 0 if p == 1.0 else where(_channel_mask(input, p, spatial),
+                                           input * (1.0 / (1.0 - p)), 0.0)
+    return _stored(fn, input, out, inplace)
 
 
 def dropout1d(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
@@ -521,18 +519,16 @@ def alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,  # noqa
                   inplace: bool = False) -> Tensor:
     """Dropout that keeps SELU's zero mean and unit variance: dropped elements become SELU's
     saturation value, then everything is scaled and shifted (torch's `a`, `b`)."""
-    if inplace:
-        raise InvalidArgumentError("alpha_dropout: inplace=True is not supported")
-    return _alpha_dropout("alpha_dropout", input, p, training, 0)
+    return _stored("alpha_dropout", input,
+                   _alpha_dropout("alpha_dropout", input, p, training, 0), inplace)
 
 
 def feature_alpha_dropout(input: Tensor, p: float = 0.5, training: bool = False,  # noqa: A002
                           inplace: bool = False) -> Tensor:
     """`alpha_dropout` of whole channels (dim 1 of a batched input)."""
-    if inplace:
-        raise InvalidArgumentError("feature_alpha_dropout: inplace=True is not supported")
     spatial = input.ndim - 2 if isinstance(input, Tensor) and input.ndim > 2 else 0
-    return _alpha_dropout("feature_alpha_dropout", input, p, training, spatial)
+    return _stored("feature_alpha_dropout", input,
+                   _alpha_dropout("feature_alpha_dropout", input, p, training, spatial), inplace)
 
 
 class _ChannelDropout(Module):
@@ -541,14 +537,13 @@ class _ChannelDropout(Module):
     def __init__(self, p: float = 0.5, inplace: bool = False):
         super().__init__()
         self.p = _probability(type(self).__name__, p)
-        if inplace:
-            raise InvalidArgumentError(f"{type(self).__name__}: inplace=True is not supported")
+        self.inplace = bool(inplace)
 
     def forward(self, x: Tensor) -> Tensor:
-        return type(self)._fn(x, self.p, self.training)
+        return type(self)._fn(x, self.p, self.training, self.inplace)
 
     def extra_repr(self) -> str:
-        return f"p={self.p}"
+        return f"p={self.p}, inplace={self.inplace}"
 
 
 class Dropout1d(_ChannelDropout):

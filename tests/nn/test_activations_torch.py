@@ -177,19 +177,99 @@ INPLACE_FNS = ["elu", "celu", "selu", "leaky_relu", "relu6", "hardtanh", "hardsi
                "hardswish", "mish"]
 
 
-@pytest.mark.parametrize("name", INPLACE_FNS)
-def test_inplace_true_rejected(name):
-    x = lazyt.tensor([1.0, -1.0])
-    getattr(F, name)(x, inplace=False)  # accepted and ignored
-    with pytest.raises(lazyt.InvalidArgumentError, match=f"^{name}: inplace=True"):
-        getattr(F, name)(x, inplace=True)
+INPLACE_FNS_ALL = INPLACE_FNS + ["relu", "silu", "threshold", "rrelu", "dropout"]
+_ARGS = {"threshold": (0.5, -2.0), "dropout": (0.0,)}
+
+
+@pytest.mark.parametrize("name", INPLACE_FNS_ALL)
+def test_inplace_true_updates_the_input(name):
+    """`inplace=True` returns the input object itself, holding what the out-of-place call
+    returns; with False the input keeps its values."""
+    fn = getattr(F, name)
+    values = [1.5, -1.0, 0.25, -3.5]
+    x = lazyt.tensor(values)
+    expected = fn(x, *_ARGS.get(name, ()), inplace=False).numpy()
+    np.testing.assert_array_equal(x.numpy(), np.float32(values))
+    out = fn(x, *_ARGS.get(name, ()), inplace=True)
+    assert out is x
+    np.testing.assert_array_equal(x.numpy(), expected)
+
+
+@pytest.mark.parametrize("name", INPLACE_FNS_ALL)
+def test_inplace_true_gradient_through_a_non_leaf(name):
+    """`y = w * 2; F.act(y, inplace=True)` differentiates as the out-of-place form (torch
+    allows it: the in-place op's own backward may read what it replaced)."""
+    fn = getattr(F, name)
+    w0 = np.array([1.5, -1.0, 0.25, -3.5])
+    w = lazyt.tensor(w0, dtype=lazyt.float64, requires_grad=True)
+    fn(w * 2, *_ARGS.get(name, ()), inplace=False).sum().backward()
+    ref = w.grad.numpy()
+    w.grad = None
+    y = w * 2
+    fn(y, *_ARGS.get(name, ()), inplace=True)
+    y.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), ref)
+
+
+@pytest.mark.parametrize("name", INPLACE_FNS_ALL)
+def test_inplace_true_on_a_leaf_that_requires_grad_raises(name):
+    x = lazyt.tensor([1.0, -1.0], requires_grad=True)
+    with pytest.raises(lazyt.GradError, match="in place"):
+        getattr(F, name)(x, *_ARGS.get(name, ()), inplace=True)
+    np.testing.assert_array_equal(x.numpy(), [1.0, -1.0])
+    (x * 3).sum().backward()                      # the runtime is still usable
+    np.testing.assert_array_equal(x.grad.numpy(), [3.0, 3.0])
 
 
 @pytest.mark.parametrize("cls", [nn.ELU, nn.CELU, nn.SELU, nn.LeakyReLU, nn.ReLU6, nn.Hardtanh,
-                                 nn.Hardsigmoid, nn.Hardswish, nn.Mish])
-def test_module_inplace_true_rejected(cls):
-    with pytest.raises(lazyt.InvalidArgumentError, match=f"^{cls.__name__}: inplace=True"):
-        cls(inplace=True)
+                                 nn.Hardsigmoid, nn.Hardswish, nn.Mish, nn.ReLU, nn.SiLU,
+                                 nn.RReLU])
+def test_module_inplace_true(cls):
+    """torch's `nn.ReLU(inplace=True)` style: the module updates its input and returns it;
+    gradients through the model are those of the out-of-place module."""
+    m, ref_m = cls(inplace=True).eval(), cls().eval()       # RReLU: the mean slope
+    if cls not in (nn.Hardsigmoid, nn.Hardswish):      # torch's reprs omit it for these two
+        assert "inplace=True" in repr(m)
+    w = lazyt.tensor([0.5, -2.0, 3.0], dtype=lazyt.float64, requires_grad=True)
+    ref_m(w * 1.5).sum().backward()
+    ref = w.grad.numpy()
+    w.grad = None
+    y = w * 1.5
+    assert m(y) is y
+    y.sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), ref)
+
+
+@needs_torch
+def test_inplace_sequential_matches_torch():
+    """A torch-style model with in-place activations and dropout (eval) trains as torch's."""
+    torch.manual_seed(0)
+    tm = torch.nn.Sequential(torch.nn.Linear(4, 8), torch.nn.ReLU(inplace=True),
+                             torch.nn.Dropout(0.3, inplace=True), torch.nn.Linear(8, 3),
+                             torch.nn.LeakyReLU(0.2, inplace=True)).double().eval()
+    lm = nn.Sequential(nn.Linear(4, 8), nn.ReLU(inplace=True), nn.Dropout(0.3, inplace=True),
+                       nn.Linear(8, 3), nn.LeakyReLU(0.2, inplace=True)).eval()
+    lm.load_state_dict({k: lazyt.tensor(v.detach().numpy()) for k, v in tm.state_dict().items()})
+    lm = lm.to(lazyt.float64)
+    x = np.random.default_rng(1).standard_normal((5, 4))
+    tm(torch.tensor(x)).square().sum().backward()
+    lm(lazyt.tensor(x)).square().sum().backward()
+    for (name, tp), lp in zip(tm.named_parameters(), lm.parameters()):
+        np.testing.assert_allclose(lp.grad.numpy(), tp.grad.numpy(), rtol=1e-10, err_msg=name)
+    assert repr(lm[1]) == repr(tm[1]) and repr(lm[2]) == repr(tm[2])
+
+
+def test_functional_inplace_forms():
+    """`F.relu_` and friends, and `lazyt.relu_(x)`: the input updated in place."""
+    x = lazyt.tensor([-1.0, 2.0])
+    assert F.relu_(x) is x
+    np.testing.assert_array_equal(x.numpy(), [0.0, 2.0])
+    x = lazyt.tensor([-1.0, 2.0])
+    assert F.leaky_relu_(x, 0.5) is x and F.hardtanh_(x, -0.25, 1.0) is x
+    np.testing.assert_array_equal(x.numpy(), [-0.25, 1.0])
+    x = lazyt.tensor([-1.0, 2.0])
+    assert lazyt.exp_(x) is x and lazyt.threshold_(x, 1.0, 0.0) is x
+    np.testing.assert_allclose(x.numpy(), [0.0, math.exp(2.0)], rtol=1e-6)
 
 
 @pytest.mark.parametrize("name", INPLACE_FNS + ["softplus", "softsign", "logsigmoid",

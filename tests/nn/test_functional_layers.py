@@ -227,9 +227,16 @@ def test_dropout_rejects_a_p_that_is_not_a_probability(p):
         nn.Dropout(p)
 
 
-def test_dropout_refuses_inplace():
-    with pytest.raises(lazyt.InvalidArgumentError, match="inplace"):
-        F.dropout(lazyt.ones(3), 0.5, inplace=True)
+def test_dropout_inplace_updates_the_input():
+    lazyt.manual_seed(3)
+    x = lazyt.ones(1000)
+    out = F.dropout(x, 0.5, inplace=True)
+    assert out is x
+    v = x.numpy()
+    assert set(np.unique(v)) == {0.0, 2.0} and 350 < (v == 0).sum() < 650
+    y = lazyt.ones(4)
+    assert F.dropout(y, 0.5, training=False, inplace=True) is y
+    np.testing.assert_array_equal(y.numpy(), 1.0)
 
 
 # ---------------------------------------------------------------------- embedding

@@ -232,8 +232,14 @@ def test_channel_dropout_modules_and_errors():
         F.dropout2d(lazyt.ones((3, 4)))
     with pytest.raises(lazyt.InvalidArgumentError, match="dropout1d"):
         F.dropout1d(lazyt.ones((3, 4)), 1.5)
-    with pytest.raises(lazyt.InvalidArgumentError, match="inplace"):
-        nn.Dropout3d(0.1, inplace=True)
+    lazyt.manual_seed(0)
+    y = lazyt.ones((4, 3, 2, 2, 2))
+    m3 = nn.Dropout3d(0.5, inplace=True)
+    assert repr(m3) == "Dropout3d(p=0.5, inplace=True)"
+    assert m3(y) is y                               # whole channels zeroed in place
+    per_channel = y.numpy().reshape(12, 8)
+    assert all(len(set(row)) == 1 for row in per_channel)
+    assert set(np.unique(per_channel)) <= {0.0, 2.0}
 
 
 def test_alpha_dropout_keeps_mean_and_variance():
