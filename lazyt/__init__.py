@@ -129,3 +129,8 @@ __all__ += [n for n in _special_all if n not in __all__] + ["special"]
 from . import aliases as _aliases  # noqa: E402
 
 __all__ += [n for n in _aliases._install() if n not in __all__]
+
+# torch.autograd's functional API: grad, backward(inputs=), functional.jacobian/vjp/jvp
+from . import autograd  # noqa: E402
+
+__all__ += ["autograd"]

@@ -7,6 +7,8 @@ methods generated from op declarations.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import weakref
 
 import numpy as np
@@ -337,15 +339,15 @@ class Tensor(DispatchTensor):
         """Backpropagate from this tensor. Returns the `Gradients` of the graph's leaves
         (`grads[x]` reads one: Burn's flow) and adds each leaf's gradient into its `.grad`
         (torch's flow: reset it with `opt.zero_grad()` or `x.grad = None`). The seed is
-        torch's `gradient` (or `grad=`). The graph is freed as it is walked, so
-        `retain_graph=True`, `create_graph=True` (higher-order gradients) and `inputs=` raise
+        torch's `gradient` (or `grad=`); `inputs=` (tensors, leaves or intermediates) limits
+        which tensors receive a `.grad`. The graph is freed as it is walked, so
+        `retain_graph=True` and `create_graph=True` (higher-order gradients) raise
         `InvalidArgumentError`: run the forward again for a second backward."""
         if gradient is not None and grad is not None:
             raise InvalidArgumentError("backward: pass the seed as gradient= or grad=, not both")
         grad = gradient if gradient is not None else grad
         for name, value in (("retain_graph=True", retain_graph), ("create_graph=True",
-                                                                  create_graph),
-                            ("inputs=", inputs is not None)):
+                                                                  create_graph)):
             if value:
                 raise InvalidArgumentError(
                     f"backward: {name} is not supported: lazyt frees the graph as backward "
@@ -358,6 +360,11 @@ class Tensor(DispatchTensor):
                 raise ShapeError(f"backward: seed gradient shape {grad.shape} differs from the "
                                  f"tensor's shape {self.shape}")
             g = F.to(grad, self.dtype).primitive
+        if inputs is not None:
+            from .autograd import accumulate_into
+            accumulate_into((self,), None if g is None else (Tensor(g, self.device),),
+                            inputs, "backward")
+            return None
         grads = self.device.backend.backward(self.primitive, g)
         _accumulate(grads)
         return grads
@@ -723,6 +730,21 @@ class RemovableHandle:
         self.remove()
 
 
+_GRAD_ONLY: "contextvars.ContextVar[bool]" = contextvars.ContextVar("lazyt_grad_only",
+                                                                   default=False)
+
+
+@contextlib.contextmanager
+def grad_only_pass():
+    """A backward pass run inside adds into no `.grad` (`lazyt.autograd.grad`): tensors'
+    gradient hooks still run, post-accumulate hooks do not."""
+    token = _GRAD_ONLY.set(True)
+    try:
+        yield
+    finally:
+        _GRAD_ONLY.reset(token)
+
+
 class _LeafHooks:
     """The autodiff layer's gradient-ready listener (`lazyt/autodiff/hooks.py`): maps a leaf
     node to its tensor, adds the pass's gradient into `.grad` early and runs the hooks."""
@@ -750,7 +772,7 @@ class _LeafHooks:
                     g = out
             grads.replace(node_id, g)
         hooks = _HOOKS.get(id(t))
-        if not hooks:
+        if not hooks or _GRAD_ONLY.get():
             return
         from .autodiff import no_grad
         with no_grad():
