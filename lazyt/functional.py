@@ -336,29 +336,30 @@ def square(x: DT) -> DT:
 
 @method("clip")
 def clamp(x: DT, min=None, max=None) -> DT:  # noqa: A002 - torch's names
-    """Limit values to [min, max]. At a bound the gradient flows to x (as in torch), which
-    maximum/minimum, splitting ties, would not do; NaN stays NaN, and a NaN bound gives NaN
-    (as torch's)."""
+    """Limit values to [min, max] with torch's gradient. A number bound passes the gradient
+    only strictly inside it (0 at the bound and at NaN); a tensor bound splits a tie 1/2 to x
+    and 1/2 to the bound, as `maximum`/`minimum` do (a min above max gives max, whose
+    gradient is 1). NaN stays NaN, and a NaN bound gives NaN (as torch's)."""
     if min is None and max is None:
         raise InvalidArgumentError(f"clamp: At least one of 'min' or 'max' must not be None "
                                    f"(tensor of shape {x.shape}, {x.dtype.name})")
     out = x
     if min is not None:
-        out = where(_past(_B.LT, out, min), min, out)
+        out = _clamp_side(out, min, _B.GT, _B.MAXIMUM)
     if max is not None:
-        out = where(_past(_B.GT, out, max), max, out)
+        out = _clamp_side(out, max, _B.LT, _B.MINIMUM)
     return out
 
 
-def _past(op: BinaryOp, x: DT, bound):
-    """Where `x` lies beyond `bound`, or the bound is NaN (clamp then gives the NaN)."""
-    beyond = binary(op, x, bound)
+def _clamp_side(x: DT, bound, inside: BinaryOp, extreme: BinaryOp) -> DT:
+    """One side of `clamp`: `maximum`/`minimum` for a tensor bound; for a number, x where it
+    lies strictly inside, else the bound (NaN where x is NaN), which takes no gradient."""
     if isinstance(bound, DT):
-        if bound.dtype.is_float:
-            return binary(_B.OR, beyond, binary(_B.NE, bound, bound))
-    elif isinstance(bound, float) and math.isnan(bound):
-        return binary(_B.OR, beyond, True)
-    return beyond
+        return binary(extreme, x, bound)
+    cond = binary(inside, x, bound)
+    if x.dtype.is_float:
+        bound = where(binary(_B.NE, x, x), math.nan, as_tensor(bound, x, x.dtype))
+    return where(cond, x, bound)
 
 
 _NO_OPERAND = object()

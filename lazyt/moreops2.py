@@ -74,7 +74,13 @@ def _median(op: str, input, dim, keepdim: bool, skip_nan: bool):
         if x.numel() == 0:
             raise IndexOutOfRangeError(f"{op}: cannot take the median of an empty tensor "
                                        f"(shape {x.shape})")
-        return _median(op, x.reshape(-1), 0, False, skip_nan).values
+        m = _median(op, x.reshape(-1), 0, False, skip_nan).values
+        if not (x.requires_grad and x.dtype.is_float):
+            return m
+        # torch's gradient of the whole-tensor median is shared evenly by the elements equal
+        # to it: amax of those (all equal m) gives the value m and splits the gradient
+        ties = where(x == m.detach(), x, -math.inf).amax()
+        return where(isnan(m), m, ties)
     x, d, xm = _along_last(op, input, dim)
     n = xm.shape[-1]
     lead = xm.shape[:-1] + (1,)

@@ -19,7 +19,8 @@ from . import shape as sh
 from .creation import tensor as _tensor
 from .dispatch import DispatchTensor, common_device
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
-from .functional import ValuesIndices, cat, floating, index_select, maximum, minimum, to, where
+from .functional import (ValuesIndices, cat, floating, gather, index_select, maximum, minimum,
+                         to, where)
 from .layout import movedim
 from .mathops import fmod, isnan, promoted, tensor_arg
 from .moreops import exporter, tensor_split, vstack
@@ -284,6 +285,7 @@ def mode(input, dim: int = -1, keepdim: bool = False):  # noqa: A002 - torch's n
     same = m.unsqueeze(-1) == m.unsqueeze(-2)                    # [..., n, n]
     if m.dtype.is_float:
         value, index = _mode_nan(m, same, pos)
+        value = gather(m, -1, index)        # the gradient goes to that index, as torch's
     else:
         counts = same.to(dt.int64).sum(-1)
         best = counts.amax(-1, keepdim=True)

@@ -13,10 +13,21 @@ CPU = [lazyt.device("cpu"), lazyt.device("cpu", fusion=False)]
 
 
 @pytest.mark.parametrize("dev", CPU, ids=str)
-def test_clamp_gradient_flows_at_the_bounds_like_torch(dev):
-    x = lazyt.tensor([-1.0, -0.5, 0.0, 0.5, 1.0], device=dev).require_grad()
+def test_clamp_gradient_at_the_bounds_like_torch(dev):
+    """A number bound passes the gradient strictly inside (0 at the bound and at NaN); a
+    tensor bound splits a tie 1/2 to x and 1/2 to the bound (torch 2.14's rule)."""
+    x = lazyt.tensor([-1.0, -0.5, 0.0, 0.5, 1.0, float("nan")], device=dev).require_grad()
     g = x.clamp(-0.5, 0.5).sum().backward()
-    np.testing.assert_array_equal(g.get(x).numpy(), [0, 1, 1, 1, 0])
+    np.testing.assert_array_equal(g.get(x).numpy(), [0, 0, 1, 0, 0, 0])
+    x = lazyt.tensor([-1.0, -0.5, 0.0, 0.5, 1.0], device=dev).require_grad()
+    lo = lazyt.full((5,), -0.5, device=dev).require_grad()
+    hi = lazyt.full((5,), 0.5, device=dev).require_grad()
+    x.clamp(lo, hi).sum().backward()
+    np.testing.assert_array_equal(x.grad.numpy(), [0, 0.5, 1, 0.5, 0])
+    np.testing.assert_array_equal(lo.grad.numpy(), [1, 0.5, 0, 0, 0])
+    np.testing.assert_array_equal(hi.grad.numpy(), [0, 0, 0, 0.5, 1])
+    v = lazyt.tensor(np.array([1e-9, 0.5]), device=dev)
+    np.testing.assert_array_equal(v.clamp(min=1e-6).numpy(), [1e-6, 0.5])   # in x's dtype
     y = lazyt.tensor([float("nan"), 3.0], device=dev)
     np.testing.assert_array_equal(y.clamp(0, 1).numpy(), [np.nan, 1.0])
 
