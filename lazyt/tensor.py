@@ -360,9 +360,8 @@ class Tensor(DispatchTensor):
                 raise ShapeError(f"backward: seed gradient shape {grad.shape} differs from the "
                                  f"tensor's shape {self.shape}")
             g = F.to(grad, self.dtype).primitive
-        if inputs is not None:
-            from .autograd import accumulate_into
-            accumulate_into((self,), None if g is None else (Tensor(g, self.device),),
+        if inputs is not None:      # lazyt.autograd installs the pass that picks inputs
+            BACKWARD_INPUTS((self,), None if g is None else (Tensor(g, self.device),),
                             inputs, "backward")
             return None
         grads = self.device.backend.backward(self.primitive, g)
@@ -729,6 +728,10 @@ class RemovableHandle:
     def __exit__(self, *exc) -> None:
         self.remove()
 
+
+#: `backward(inputs=...)`: `lazyt.autograd.accumulate_into`, set when lazyt.autograd loads
+#: (it builds on this module, so this module does not import it).
+BACKWARD_INPUTS = None
 
 _GRAD_ONLY: "contextvars.ContextVar[bool]" = contextvars.ContextVar("lazyt_grad_only",
                                                                    default=False)

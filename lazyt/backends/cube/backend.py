@@ -718,6 +718,10 @@ class CubeBackend(Backend):
     #: Floats of shared memory the kernel keeps per lane and query row besides its tiles
     #: (where lanes meet in shared memory rather than through shuffles).
     ATTENTION_LANE_SCRATCH = 0
+    #: Skip tiles of keys that a mask shared by every query row leaves out entirely (all
+    #: below -1e30), once a tile with a key left in has run: the same bits, less work on
+    #: padded batches.
+    ATTENTION_SKIP_MASKED = True
 
     def _attention_smem(self) -> int:
         return min(self.ATTENTION_SMEM,
@@ -752,7 +756,8 @@ class CubeBackend(Backend):
 
     @_replay.replayable(extra=lambda self: (self.ATTENTION_THREADS, self.ATTENTION_ROWS,
                                             self.ATTENTION_BK, self._attention_smem(),
-                                            self.ATTENTION_LANE_SCRATCH))
+                                            self.ATTENTION_LANE_SCRATCH,
+                                            self.ATTENTION_SKIP_MASKED))
     def _fused_attention(self, q, k, v, mask, scale: float) -> CubeTensor:
         lead = q.shape[:-2]
         lq, d = q.shape[-2:]
@@ -794,7 +799,9 @@ class CubeBackend(Backend):
         """The fused attention kernel for these head widths and this blocking (entry
         `attention_fused`; its info words are described in kernels/attention.cu)."""
         return self._template("attention", {"d": d, "dv": dv, "bk": bk, "rq": rows,
-                                            "vec": "true" if vec else "false"},
+                                            "vec": "true" if vec else "false",
+                                            "skip": "true" if self.ATTENTION_SKIP_MASKED
+                                            else "false"},
                               "attention_fused", wg=threads)
 
     @_replay.replayable()

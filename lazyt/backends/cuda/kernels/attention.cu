@@ -11,6 +11,10 @@
 // shuffles for each row's maximum; the probabilities go through a shared tile of the warp's
 // own rows to the product with v, where lane c keeps DVL columns of the rows' output. Rows of
 // scores that are all -inf give zeros (no key to attend to), as `attention_rows` does.
+// With SKIP and one mask row for every query, a tile whose keys are all masked out (mask
+// below -1e30: -inf, or the dtype's lowest as BERT's padding) is skipped once a tile with a
+// key left in has run: its weights exp(score - max) would all be exactly 0 (the running
+// maximum is then a finite score at least 1e30 above theirs), so the result is the same bits.
 //
 // info (u32):
 //   [0] query rows, [1] keys, [2] has mask, [3] scale (f32 bits), [4] leading dims,
@@ -28,6 +32,7 @@ constexpr unsigned int T = {{ workgroup_size_x }}u;
 constexpr unsigned int RQ = {{ rq }}u;   // query rows per group of lanes
 constexpr unsigned int BK = {{ bk }}u;   // keys per tile
 constexpr bool VEC = {{ vec }};          // q, k, v rows are whole aligned float4s, columns dense
+constexpr bool SKIP = {{ skip }};        // skip tiles of keys the shared mask row leaves out
 constexpr unsigned int G = 8u;           // lanes per group
 constexpr unsigned int NG = T / G;     // groups per block
 constexpr unsigned int BQ = NG * RQ;
@@ -120,16 +125,27 @@ attention_fused(const float* __restrict__ q, const float* __restrict__ k,
             o[r][x] = 0.0f;
         }
     }
+    bool seen = false;   // a tile with a key the mask leaves in has run (the same in every lane)
     for (unsigned int j0 = 0u; j0 < lk; j0 = j0 + BK) {
         __syncthreads();   // the previous tile has been read
-        stage<BK, DP, KS>(ks, k, ko, info[10], info[11], j0, lk, D);
-        stage<BK, DVP, DVP>(vs, v, vo, info[13], info[14], j0, lk, DV);
         if (mask_shared) {
+            bool live = false;
             for (unsigned int kk = tid; kk < BK; kk = kk + T) {
                 const unsigned int j = j0 + kk;
-                ms[kk] = j < lk ? mask[mo + (unsigned long long)j * info[17]] : 0.0f;
+                const float mv = j < lk ? mask[mo + (unsigned long long)j * info[17]] : 0.0f;
+                ms[kk] = mv;
+                live = live || !(mv < -1e30f);
+            }
+            if (SKIP) {
+                const bool any = __syncthreads_or(live) != 0;
+                if (!any && seen) {
+                    continue;
+                }
+                seen = seen || any;
             }
         }
+        stage<BK, DP, KS>(ks, k, ko, info[10], info[11], j0, lk, D);
+        stage<BK, DVP, DVP>(vs, v, vo, info[13], info[14], j0, lk, DV);
         __syncthreads();
         float s[RQ][KT];
 #pragma unroll
