@@ -8,6 +8,7 @@ methods generated from op declarations.
 from __future__ import annotations
 
 import contextlib
+import copy
 import contextvars
 import weakref
 
@@ -285,6 +286,46 @@ class Tensor(DispatchTensor):
 
     def detach(self) -> "Tensor":
         return Tensor(self.device.backend.detach(self.primitive), self.device)
+
+    # ------------------------------------------------------------------ pickle and copy
+    def __reduce_ex__(self, protocol):
+        """Pickling keeps the values, dtype, device (its spec and layer switches) and whether
+        the tensor requires grad, as torch's: a leaf's `.grad` travels with it; a result
+        computed from tensors that require grad refuses (`GradError`), detach it first."""
+        self._check_copyable("pickle")
+        d = self.device
+        grad = getattr(self, "_grad", None)
+        return (_rebuild, (self.numpy().copy(), self.dtype.name,
+                           (f"{d.base}:{d.index}", d.autodiff, d.fusion, d.checkpointing),
+                           self.requires_grad,
+                           None if grad is None else Tensor(grad.primitive, grad.device)
+                           .detach()))
+
+    def __deepcopy__(self, memo):
+        """`copy.deepcopy(t)`: a new leaf with the same values, dtype, device and grad
+        requirement (and a copy of its `.grad`); refused for non-leaf tensors that require
+        grad, as torch does."""
+        self._check_copyable("deepcopy")
+        if type(self).__reduce__ is not Tensor.__reduce__:    # a subclass's own recipe
+            rebuild, args = self.__reduce__()[:2]
+            out = memo[id(self)] = rebuild(*copy.deepcopy(args, memo))
+            return out
+        with _no_grad():
+            out = Tensor(self.device.backend.detach(self.primitive), self.device).clone()
+        if self.requires_grad:
+            out.require_grad()
+        grad = getattr(self, "_grad", None)
+        if grad is not None:
+            with _no_grad():
+                out.grad = Tensor(grad.primitive, grad.device).detach().clone()
+        memo[id(self)] = out
+        return out
+
+    def _check_copyable(self, what: str) -> None:
+        if self.requires_grad and not self.is_leaf:
+            raise GradError(f"{what}: only tensors created by the user (graph leaves) can be "
+                            f"copied this way; this one (shape {tuple(self.shape)}) was "
+                            "computed from tensors that require grad: use .detach() first")
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         """DLPack export (read-only: consumers must not write): `np.from_dlpack(t)` and
@@ -727,6 +768,24 @@ class RemovableHandle:
 
     def __exit__(self, *exc) -> None:
         self.remove()
+
+
+def _no_grad():
+    from .autodiff import no_grad
+    return no_grad()
+
+
+def _rebuild(values, dtype: str, device: tuple, requires_grad: bool, grad):
+    """Unpickle a Tensor (`Tensor.__reduce_ex__`)."""
+    from .device import device as make_device
+    spec, autodiff, fusion, checkpointing = device
+    dev = make_device(spec, autodiff=autodiff, fusion=fusion, checkpointing=checkpointing)
+    t = Dispatch.from_numpy(np.asarray(values, dtype=dt._BY_NAME[dtype].np), dev, Tensor)
+    if requires_grad:
+        t.require_grad()
+    if grad is not None:
+        t.grad = grad.to(dev)
+    return t
 
 
 #: `backward(inputs=...)`: `lazyt.autograd.accumulate_into`, set when lazyt.autograd loads
