@@ -141,6 +141,8 @@ def binary(op: BinaryOp, a, b) -> DT:
                 a = Dispatch.cast(a, d)
             if db is not d:
                 b = Dispatch.cast(b, d)
+            if op is _B.POW and not d.is_float and d is not dt.bool_:
+                return _int_pow(a, b)
             return Dispatch.binary(op, a, b)
         t, s, t_first = a, b, True
     elif isinstance(b, DT):
@@ -177,7 +179,23 @@ def binary(op: BinaryOp, a, b) -> DT:
             s = bool(s)
         elif not d.is_float:
             s = pr.int_scalar(op, s, d, t_first)
+            if op is _B.POW and not t_first:        # an integer number to tensor powers
+                return _int_pow(as_tensor(s, t, d), t)
     return Dispatch.binary(op, t, s) if t_first else Dispatch.binary(op, s, t)
+
+
+def _int_pow(base: DT, exp: DT) -> DT:
+    """Integer tensor powers with torch's results for negative exponents (which the kernels'
+    integer power does not take): 1 for a base of 1, +-1 for -1 (by the exponent's parity),
+    0 for any other base."""
+    if exp.dtype.name.startswith("uint"):
+        return Dispatch.binary(_B.POW, base, exp)
+    neg = binary(_B.LT, exp, 0)
+    powered = Dispatch.binary(_B.POW, base, where(neg, 0, exp))
+    odd = binary(_B.NE, binary(_B.BITAND, exp, 1), 0)
+    small = where(binary(_B.EQ, base, 1), 1,
+                  where(binary(_B.EQ, base, -1), where(odd, -1, 1), 0))
+    return where(neg, to(small, powered.dtype), powered)
 
 
 def bitwise(op: BinaryOp, a, b) -> DT:
