@@ -244,7 +244,8 @@ class _Functional:
             per_in = []
             for i, x in enumerate(xs):
                 per_in.append(F.stack(rows[k][i]).reshape(*shape, *x.shape) if rows[k][i]
-                              else creation.zeros((*shape, *x.shape), dtype=x.dtype, device=x.device))
+                              else creation.zeros((*shape, *x.shape), dtype=x.dtype,
+                                                  device=x.device))
             table.append(per_in[0] if single_in else tuple(per_in))
         return table[0] if single_out else tuple(table)
 

@@ -70,7 +70,7 @@ class WgpuBackend(CubeBackend):
 
     def _attention_kernel(self, d: int, dv: int, threads: int, rows: int, bk: int,
                           vec: bool):
-        return cg.attention_source(d, dv, threads, rows, bk, vec)
+        return cg.attention_source(d, dv, threads, rows, bk, vec, self.ATTENTION_SKIP_MASKED)
 
     def replay_default(self) -> bool:
         """`LAZYT_WGPU_REPLAY` (on unless set to 0), read at each op."""

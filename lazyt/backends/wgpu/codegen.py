@@ -252,7 +252,8 @@ def matmul_source(dtype: DType, cfg: MatmulConfig, vec4: bool, bias: bool = Fals
 ATTENTION_LANES = 8
 
 
-def attention_kernel(d: int, dv: int, threads: int, rows: int, bk: int, vec: bool) -> str:
+def attention_kernel(d: int, dv: int, threads: int, rows: int, bk: int, vec: bool,
+                     skip: bool = True) -> str:
     """`out = softmax(q k^T * scale [+ mask]) v` for float32 heads in one kernel, the scores
     never written (a running-maximum softmax over tiles of `bk` keys): the same blocking as
     the CUDA kernel (`lazyt/backends/cuda/kernels/attention.cu`, whose comment gives the
@@ -262,7 +263,9 @@ def attention_kernel(d: int, dv: int, threads: int, rows: int, bk: int, vec: boo
     memory: each lane's row maxima (and, at the end, its row sums) go to `red`.
 
     `vec`: q, k and v rows start on 4-element boundaries with dense columns (d and dv
-    multiples of 4): they are bound as vec4 arrays and loaded a vec4 at a time."""
+    multiples of 4): they are bound as vec4 arrays and loaded a vec4 at a time. `skip`: a
+    tile of keys that a mask shared by every query row leaves out entirely is skipped once a
+    tile with a key left in has run (as the CUDA kernel; the same results)."""
     G = ATTENTION_LANES
     T, RQ, BK = threads, rows, bk
     NG = T // G
@@ -285,6 +288,7 @@ var<workgroup> vs: array<vec4<f32>, {BK * DVP // 4}>;
 var<workgroup> ps: array<vec4<f32>, {BQ * PS // 4}>;
 var<workgroup> ms: array<f32, {BK}>;
 var<workgroup> red: array<f32, {RQ * T}>;
+var<workgroup> live_flag: u32;
 """]
     # staging: rows [r0, r0 + R) of a strided matrix (C columns, a multiple of 4) into rows of
     # W floats of a workgroup array, zeros past n_rows rows and n_cols columns
@@ -355,10 +359,15 @@ fn attention_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
         L.append(f"    var l{r} = 0.0;")
         for x in range(DVL // 4):
             L.append(f"    var o{reg(r, x)} = vec4<f32>(0.0);")
-    L.append(f"""    for (var j0 = 0u; j0 < lk; j0 = j0 + {BK}u) {{
+    skip_code = """
+            let any_live = workgroupUniformLoad(&live_flag) != 0u;
+            if (!any_live && seen) {
+                continue;
+            }
+            seen = seen || any_live;""" if skip else ""
+    L.append(f"""    var seen = false;
+    for (var j0 = 0u; j0 < lk; j0 = j0 + {BK}u) {{
         workgroupBarrier();
-        stage_k(lid, ko, info[10], info[11], j0, lk, {d}u);
-        stage_v(lid, vo, info[13], info[14], j0, lk, {dv}u);
         if (mask_shared) {{
             for (var e = lid; e < {BK}u; e = e + {T}u) {{
                 var x = 0.0;
@@ -366,9 +375,17 @@ fn attention_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
                     x = mask[mo + (j0 + e) * info[17]];
                 }}
                 ms[e] = x;
-            }}
+                if (!(x < -1e30)) {{
+                    live_flag = 1u;
+                }}
+            }}{skip_code}
         }}
-        workgroupBarrier();""")
+        stage_k(lid, ko, info[10], info[11], j0, lk, {d}u);
+        stage_v(lid, vo, info[13], info[14], j0, lk, {dv}u);
+        workgroupBarrier();
+        if (lid == 0u) {{
+            live_flag = 0u;
+        }}""")
     P = "        "
     for r in range(RQ):
         L.append(P + " ".join(f"var s{reg(r, t)} = 0.0;" for t in range(KT)))
@@ -454,10 +471,10 @@ fn attention_fused(@builtin(workgroup_id) wid: vec3<u32>, @builtin(num_workgroup
 
 @functools.lru_cache(maxsize=64)
 def attention_source(d: int, dv: int, threads: int, rows: int, bk: int,
-                     vec: bool) -> TextKernelSource:
+                     vec: bool, skip: bool = True) -> TextKernelSource:
     """`attention_kernel` as a kernel source (memoized); entry `attention_fused`."""
     return TextKernelSource("attention", "wgsl",
-                            attention_kernel(d, dv, threads, rows, bk, vec),
+                            attention_kernel(d, dv, threads, rows, bk, vec, skip),
                             entry="attention_fused", cube_dim=CubeDim(threads))
 
 

@@ -300,3 +300,34 @@ def test_sdpa_through_the_front_end_with_bool_and_causal_masks(dev, entries):
     np.testing.assert_allclose(causal.numpy(), reference(q, k, v, tri, 0.25), rtol=2e-5,
                                atol=2e-5)
     assert entries.count("attention_fused") == 2
+
+
+@pytest.mark.parametrize("bk", [8, 32, 64])
+def test_tiles_a_padding_mask_leaves_out_are_skipped_bit_for_bit(backend, monkeypatch, bk):
+    """BERT's padding mask (one row per batch entry, the dtype's lowest on padded keys; also
+    -inf): tiles of keys it leaves out entirely are skipped once a live tile ran, with the
+    same bits as without skipping; a row whose first tiles are all masked, a row with no live
+    key at all (uniform weights, as softmax gives) and NaN-free heads stay exact."""
+    monkeypatch.setattr(backend, "ATTENTION_BK", bk)
+    rng = np.random.default_rng(bk)
+    b, h, t, d = 6, 2, 100, 32
+    q, k, v = (rng.standard_normal((b, h, t, d), dtype=np.float32) for _ in range(3))
+    keep = np.zeros((b, t), bool)
+    for i, n in enumerate([100, 1, 9, 40, 64]):
+        keep[i, :n] = True
+    keep[5, 70:] = True                               # only the last keys are live
+    low = np.finfo(np.float32).min
+    for fill in (low, -np.inf):
+        mask = np.where(keep, 0.0, fill).astype(np.float32)[:, None, None, :]
+        outs = []
+        for skip in (False, True):
+            monkeypatch.setattr(backend, "ATTENTION_SKIP_MASKED", skip)
+            outs.append(_run(backend, q, k, v, mask, 1 / np.sqrt(d)))
+        np.testing.assert_array_equal(outs[1], outs[0])
+        np.testing.assert_allclose(outs[1], reference(q, k, v, mask, 1 / np.sqrt(d)),
+                                   rtol=2e-5, atol=2e-5)
+    dead = np.full((b, 1, 1, t), low, np.float32)     # no live key: uniform weights
+    monkeypatch.setattr(backend, "ATTENTION_SKIP_MASKED", True)
+    np.testing.assert_allclose(_run(backend, q, k, v, dead, 0.2),
+                               np.broadcast_to(v.mean(-2, keepdims=True), v.shape),
+                               rtol=2e-5, atol=2e-5)
