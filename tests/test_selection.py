@@ -365,8 +365,9 @@ def test_functions_and_methods_are_exported():
     for name in lazyt.selection.__all__:
         assert name in lazyt.__all__ and callable(getattr(lazyt, name)), name
         assert hasattr(lazyt.Tensor, name), name
-    for name in ("masked_fill_", "scatter_", "scatter_add_", "scatter_reduce_", "index_put_"):
+    for name in ("masked_fill_", "scatter_", "scatter_add_", "scatter_reduce_"):
         assert hasattr(lazyt.Tensor, name) and name not in lazyt.__all__, name
+    assert "index_put_" in lazyt.__all__          # torch.index_put_(x, indices, values)
     assert "one_hot" in F.__all__ and not hasattr(lazyt, "one_hot")
 
 
