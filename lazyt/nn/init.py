@@ -15,7 +15,8 @@ from ..tensor import Tensor
 
 __all__ = [
     "calculate_gain", "uniform_", "normal_", "constant_", "zeros_", "ones_", "xavier_uniform_",
-    "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+    "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_", "orthogonal_",
+    "eye_", "dirac_", "sparse_",
 ]
 
 
@@ -146,3 +147,118 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
         return t
     std = calculate_gain(nonlinearity, a) / math.sqrt(_fan("kaiming_normal_", t, mode))
     return normal_(t, 0.0, std, generator)
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                  b: float = 2.0, generator=None) -> Tensor:
+    """Fill `tensor` with N(mean, std^2) truncated to [a, b] (torch's method: uniform samples
+    between the normal CDF at a and at b, mapped back through the inverse CDF)."""
+    t = _tensor("trunc_normal_", tensor)
+    if not a < b:
+        raise InvalidArgumentError(f"trunc_normal_: a ({a!r}) must be below b ({b!r})")
+    if not std > 0:
+        raise InvalidArgumentError(f"trunc_normal_: std must be positive, got {std!r}")
+
+    def cdf(x):
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
+
+    lo, hi = cdf((a - mean) / std), cdf((b - mean) / std)
+    with no_grad():
+        uniform_(t, 2 * lo - 1, 2 * hi - 1, generator)
+        t.copy_((t.erfinv() * (std * math.sqrt(2.0)) + mean).clamp(a, b))
+    return t
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
+    """Fill `tensor` (2 dims or more; trailing dims flattened) with a (semi-)orthogonal
+    matrix times `gain`: the Q of a Gaussian matrix's QR, signs fixed by R's diagonal."""
+    from .. import linalg
+    t = _tensor("orthogonal_", tensor)
+    if t.ndim < 2:
+        raise ShapeError(f"orthogonal_: only tensors with 2 or more dims are supported, got "
+                         f"shape {t.shape}")
+    if t.numel() == 0:
+        return t
+    rows = t.shape[0]
+    cols = t.numel() // rows
+    with no_grad():
+        flat = creation.empty((rows, cols), dtype=t.dtype, device=t.device)
+        normal_(flat, 0.0, 1.0, generator)
+        if rows < cols:
+            flat = flat.t()
+        q, r = linalg.qr(flat)
+        q = q * r.diagonal().sign()
+        if rows < cols:
+            q = q.t()
+        t.copy_((q * gain).reshape(t.shape))
+    return t
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fill a 2-D `tensor` with the identity (ones on the diagonal, zeros elsewhere)."""
+    t = _tensor("eye_", tensor)
+    if t.ndim != 2:
+        raise ShapeError(f"eye_: only 2-D tensors are supported, got shape {t.shape}")
+    with no_grad():
+        t.copy_(creation.eye(*t.shape, dtype=t.dtype, device=t.device))
+    return t
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fill a 3-, 4- or 5-D convolution weight with the Dirac delta: each of the first
+    `out_channels / groups` channels of a group passes its input channel through."""
+    import numpy as np
+    t = _tensor("dirac_", tensor)
+    if t.ndim not in (3, 4, 5):
+        raise ShapeError(f"dirac_: only 3, 4 and 5-D tensors are supported, got shape "
+                         f"{t.shape}")
+    if groups < 1 or t.shape[0] % groups:
+        raise InvalidArgumentError(f"dirac_: dim 0 ({t.shape[0]}) must be divisible by "
+                                   f"groups ({groups})")
+    out_per = t.shape[0] // groups
+    w = np.zeros(t.shape, dtype=t.dtype.np)
+    center = tuple(s // 2 for s in t.shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per, t.shape[1])):
+            w[(g * out_per + d, d) + center] = 1
+    with no_grad():
+        t.copy_(creation.tensor(w, device=t.device))
+    return t
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01, generator=None) -> Tensor:
+    """Fill a 2-D `tensor` with N(0, std^2) values, then zero `ceil(sparsity * rows)` random
+    entries of each column."""
+    t = _tensor("sparse_", tensor)
+    if t.ndim != 2:
+        raise ShapeError(f"sparse_: only 2-D tensors are supported, got shape {t.shape}")
+    if not 0.0 <= sparsity <= 1.0:
+        raise InvalidArgumentError(f"sparse_: sparsity must be in [0, 1], got {sparsity!r}")
+    rows = t.shape[0]
+    zeros = int(math.ceil(sparsity * rows))
+    with no_grad():
+        normal_(t, 0.0, std, generator)
+        if zeros:
+            rank = creation.rand(t.shape, device=t.device).argsort(0).argsort(0)
+            t.copy_(t.masked_fill(rank < zeros, 0.0))
+    return t
+
+
+def _deprecated(name: str):
+    import warnings
+    target = globals()[name + "_"]
+
+    def old(*args, **kwargs):
+        warnings.warn(f"nn.init.{name} is now deprecated in favor of nn.init.{name}_.",
+                      FutureWarning, stacklevel=2)
+        return target(*args, **kwargs)
+
+    old.__name__ = old.__qualname__ = name
+    old.__doc__ = f"torch's deprecated name of `{name}_` (with its FutureWarning)."
+    return old
+
+
+for _name in ("uniform", "normal", "constant", "xavier_uniform", "xavier_normal",
+              "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse", "eye", "dirac"):
+    globals()[_name] = _deprecated(_name)
+del _name
