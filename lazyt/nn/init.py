@@ -172,7 +172,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     """Fill `tensor` (2 dims or more; trailing dims flattened) with a (semi-)orthogonal
     matrix times `gain`: the Q of a Gaussian matrix's QR, signs fixed by R's diagonal."""
-    from .. import linalg
+    import numpy as np
     t = _tensor("orthogonal_", tensor)
     if t.ndim < 2:
         raise ShapeError(f"orthogonal_: only tensors with 2 or more dims are supported, got "
@@ -183,14 +183,15 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator=None) -> Tensor:
     cols = t.numel() // rows
     with no_grad():
         flat = creation.empty((rows, cols), dtype=t.dtype, device=t.device)
-        normal_(flat, 0.0, 1.0, generator)
+        a = normal_(flat, 0.0, 1.0, generator).numpy().astype(np.float64)  # lazyt's generator
         if rows < cols:
-            flat = flat.t()
-        q, r = linalg.qr(flat)
-        q = q * r.diagonal().sign()
+            a = a.T
+        q, r = np.linalg.qr(a)
+        q = q * np.sign(np.diag(r))
         if rows < cols:
-            q = q.t()
-        t.copy_((q * gain).reshape(t.shape))
+            q = q.T
+        t.copy_(creation.tensor((q * gain).reshape(t.shape).astype(t.dtype.np),
+                                device=t.device))
     return t
 
 

@@ -5,8 +5,10 @@ order (LSTM: input, forget, cell, output; GRU: reset, update, new), shapes and d
 The input projections of a whole sequence are one product per layer and direction; the steps
 then run one after the other, each a product with the hidden state and a few elementwise ops
 that the Fusion layer fuses, so a sequence of length L records about 6 L ops per layer and
-direction (lazily: nothing runs until a value is read). Packed sequences and LSTM's
-`proj_size` are not supported.
+direction (lazily: nothing runs until a value is read). A `PackedSequence` input
+(`lazyt.nn.utils.rnn`) runs as its padded batch with each sequence's state frozen past its
+length (the output is packed again; `h_n` is each sequence's state at its own last step, the
+reverse direction starts there). LSTM's `proj_size` is not supported.
 """
 from __future__ import annotations
 
@@ -14,11 +16,12 @@ import math
 
 from .. import creation
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
-from ..functional import cat, stack
+from ..functional import cat, stack, where
 from ..tensor import Tensor
 from .dropout import _probability, drop
 from .module import Module
 from .parameter import Parameter
+from .rnn_utils import PackedSequence, pad_packed_sequence, repack
 
 _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
@@ -90,7 +93,7 @@ class _RNNBase(Module):
     def _directions(self) -> int:
         return 2 if self.bidirectional else 1
 
-    def _check_input(self, x) -> tuple:
+    def _check_input(self, x, packed: bool = False) -> tuple:
         name = type(self).__name__
         if not isinstance(x, Tensor) or x.ndim not in (2, 3):
             raise ShapeError(f"{name}: input must be 2-D (unbatched) or 3-D, got "
@@ -107,9 +110,17 @@ class _RNNBase(Module):
         batched = x.ndim == 3
         if not batched:
             x = x.unsqueeze(1)
-        elif self.batch_first:
+        elif self.batch_first and not packed:
             x = x.transpose(0, 1)
         return x, batched
+
+    def _unpack(self, input) -> tuple:
+        """(x, lengths or None, the PackedSequence or None): a packed input as its time-major
+        padded batch (original order) and the host lengths."""
+        if isinstance(input, PackedSequence):
+            x, lens = pad_packed_sequence(input)
+            return x, lens.numpy(), input
+        return input, None, None
 
     def _state(self, h, n: int, batched: bool, what: str, like: Tensor) -> Tensor:
         want = (self.num_layers * self._directions, n, self.hidden_size)
@@ -129,9 +140,13 @@ class _RNNBase(Module):
                              f"{want if batched else (want[0], want[2])}, got {got}")
         return h
 
-    def _run(self, x: Tensor, h0: Tensor, c0):
-        """x [L, N, in]: (output [L, N, D * H], h_n, c_n or None)."""
+    def _run(self, x: Tensor, h0: Tensor, c0, lengths=None):
+        """x [L, N, in]: (output [L, N, D * H], h_n, c_n or None). With `lengths` (host
+        ints per sequence) a sequence's state stays as it is past its length and its
+        outputs there are 0."""
         seq = x.shape[0]
+        live = None if lengths is None else [
+            creation.tensor((lengths > t)[:, None], device=x.device) for t in range(seq)]
         hs, cs = [], []
         layer_in = x
         k = 0
@@ -150,8 +165,14 @@ class _RNNBase(Module):
                 steps = range(seq - 1, -1, -1) if direction else range(seq)
                 ys = [None] * seq
                 for t in steps:
-                    h, c = _rnn_step(self.mode, gx[t], h, c, w_hh, b_hh)
-                    ys[t] = h
+                    h_new, c_new = _rnn_step(self.mode, gx[t], h, c, w_hh, b_hh)
+                    if live is None:
+                        h, c = h_new, c_new
+                        ys[t] = h
+                    else:
+                        h = where(live[t], h_new, h)
+                        c = None if c is None else where(live[t], c_new, c)
+                        ys[t] = where(live[t], h_new, 0.0)
                 outs.append(stack(ys, 0))
                 hs.append(h)
                 cs.append(c)
@@ -176,8 +197,10 @@ class _RNNBase(Module):
         return s
 
 
-def _output(module: _RNNBase, out: Tensor, batched: bool) -> Tensor:
-    """The output [L, N, D * H] in the caller's layout."""
+def _output(module: _RNNBase, out: Tensor, batched: bool, packed=None):
+    """The output [L, N, D * H] in the caller's layout (packed again for a packed input)."""
+    if packed is not None:
+        return repack(out, packed)
     if not batched:
         return out.squeeze(1)
     return out.transpose(0, 1) if module.batch_first else out
@@ -198,11 +221,12 @@ class RNN(_RNNBase):
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, device, dtype)
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple:  # noqa: A002
-        x, batched = self._check_input(input)
+    def forward(self, input, hx: Tensor | None = None) -> tuple:  # noqa: A002
+        x, lengths, packed = self._unpack(input)
+        x, batched = self._check_input(x, packed is not None)
         h0 = self._state(hx, x.shape[1], batched, "hx", x)
-        out, hn, _ = self._run(x, h0, None)
-        return _output(self, out, batched), hn if batched else hn.squeeze(1)
+        out, hn, _ = self._run(x, h0, None, lengths)
+        return _output(self, out, batched, packed), hn if batched else hn.squeeze(1)
 
 
 class GRU(_RNNBase):
@@ -211,11 +235,12 @@ class GRU(_RNNBase):
 
     mode = "GRU"
 
-    def forward(self, input: Tensor, hx: Tensor | None = None) -> tuple:  # noqa: A002
-        x, batched = self._check_input(input)
+    def forward(self, input, hx: Tensor | None = None) -> tuple:  # noqa: A002
+        x, lengths, packed = self._unpack(input)
+        x, batched = self._check_input(x, packed is not None)
         h0 = self._state(hx, x.shape[1], batched, "hx", x)
-        out, hn, _ = self._run(x, h0, None)
-        return _output(self, out, batched), hn if batched else hn.squeeze(1)
+        out, hn, _ = self._run(x, h0, None, lengths)
+        return _output(self, out, batched, packed), hn if batched else hn.squeeze(1)
 
 
 class LSTM(_RNNBase):
@@ -232,16 +257,17 @@ class LSTM(_RNNBase):
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
                          bidirectional, device, dtype)
 
-    def forward(self, input: Tensor, hx: tuple | None = None) -> tuple:  # noqa: A002
-        x, batched = self._check_input(input)
+    def forward(self, input, hx: tuple | None = None) -> tuple:  # noqa: A002
+        x, lengths, packed = self._unpack(input)
+        x, batched = self._check_input(x, packed is not None)
         if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
             raise InvalidArgumentError("LSTM: hx must be a pair (h_0, c_0) or None")
         h0 = self._state(None if hx is None else hx[0], x.shape[1], batched, "h_0", x)
         c0 = self._state(None if hx is None else hx[1], x.shape[1], batched, "c_0", x)
-        out, hn, cn = self._run(x, h0, c0)
+        out, hn, cn = self._run(x, h0, c0, lengths)
         if not batched:
             hn, cn = hn.squeeze(1), cn.squeeze(1)
-        return _output(self, out, batched), (hn, cn)
+        return _output(self, out, batched, packed), (hn, cn)
 
 
 class _CellBase(Module):
