@@ -8,7 +8,7 @@ that the Fusion layer fuses, so a sequence of length L records about 6 L ops per
 direction (lazily: nothing runs until a value is read). A `PackedSequence` input
 (`lazyt.nn.utils.rnn`) runs as its padded batch with each sequence's state frozen past its
 length (the output is packed again; `h_n` is each sequence's state at its own last step, the
-reverse direction starts there). LSTM's `proj_size` is not supported.
+reverse direction starts there). LSTM's `proj_size` projects each step's h.
 """
 from __future__ import annotations
 
@@ -30,16 +30,17 @@ def _uniform(shape: tuple, bound: float, dtype, device) -> Parameter:
     return Parameter(creation.rand(shape, dtype=dtype, device=device) * (2 * bound) - bound)
 
 
-def _rnn_step(mode: str, gx: Tensor, h: Tensor, c, w_hh: Tensor, b_hh):
+def _rnn_step(mode: str, gx: Tensor, h: Tensor, c, w_hh: Tensor, b_hh, w_hr=None):
     """One step from the input's projection `gx` ([N, gates * H], bias_ih included): the new
-    (h, c) (c is None but for LSTM)."""
+    (h, c) (c is None but for LSTM; an LSTM's `w_hr` projects h to proj_size)."""
     gh = h @ w_hh.mT
     if b_hh is not None:
         gh = gh + b_hh
     if mode == "LSTM":
         i, f, g, o = (gx + gh).chunk(4, -1)
         c = f.sigmoid() * c + i.sigmoid() * g.tanh()
-        return o.sigmoid() * c.tanh(), c
+        h = o.sigmoid() * c.tanh()
+        return (h if w_hr is None else h @ w_hr.mT), c
     if mode == "GRU":
         xr, xz, xn = gx.chunk(3, -1)
         hr, hz, hn = gh.chunk(3, -1)
@@ -56,7 +57,7 @@ class _RNNBase(Module):
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
-                 bidirectional: bool = False, device=None, dtype=None):
+                 bidirectional: bool = False, device=None, dtype=None, proj_size: int = 0):
         super().__init__()
         name = type(self).__name__
         for arg, v in (("input_size", input_size), ("hidden_size", hidden_size),
@@ -66,17 +67,22 @@ class _RNNBase(Module):
         self.input_size, self.hidden_size, self.num_layers = input_size, hidden_size, num_layers
         self.bias, self.batch_first, self.bidirectional = bias, batch_first, bidirectional
         self.dropout = _probability(name, dropout)
+        self.proj_size = proj_size
+        out_size = proj_size or hidden_size      # the size of h (and of each output step)
         gates = _GATES[self.mode] * hidden_size
         bound = 1.0 / math.sqrt(hidden_size)
         self._names = []
         for layer in range(num_layers):
             for sfx in ("", "_reverse") if bidirectional else ("",):
-                width = input_size if layer == 0 else hidden_size * (2 if bidirectional else 1)
+                width = input_size if layer == 0 else out_size * (2 if bidirectional else 1)
                 names = [f"weight_ih_l{layer}{sfx}", f"weight_hh_l{layer}{sfx}"]
-                shapes = [(gates, width), (gates, hidden_size)]
+                shapes = [(gates, width), (gates, out_size)]
                 if bias:
                     names += [f"bias_ih_l{layer}{sfx}", f"bias_hh_l{layer}{sfx}"]
                     shapes += [(gates,), (gates,)]
+                if proj_size:
+                    names.append(f"weight_hr_l{layer}{sfx}")
+                    shapes.append((proj_size, hidden_size))
                 for n, s in zip(names, shapes):
                     setattr(self, n, _uniform(s, bound, dtype, device))
                 self._names.append(names)
@@ -122,8 +128,9 @@ class _RNNBase(Module):
             return x, lens.numpy(), input
         return input, None, None
 
-    def _state(self, h, n: int, batched: bool, what: str, like: Tensor) -> Tensor:
-        want = (self.num_layers * self._directions, n, self.hidden_size)
+    def _state(self, h, n: int, batched: bool, what: str, like: Tensor,
+               size: int | None = None) -> Tensor:
+        want = (self.num_layers * self._directions, n, size or self.hidden_size)
         if h is None:
             return creation.zeros(want, dtype=like.dtype, device=like.device)
         if not isinstance(h, Tensor):
@@ -157,6 +164,7 @@ class _RNNBase(Module):
                 w_ih, w_hh = getattr(self, names[0]), getattr(self, names[1])
                 b_ih = getattr(self, names[2]) if self.bias else None
                 b_hh = getattr(self, names[3]) if self.bias else None
+                w_hr = getattr(self, names[-1]) if self.proj_size else None
                 gx = layer_in @ w_ih.mT  # every step's input projection in one product
                 if b_ih is not None:
                     gx = gx + b_ih
@@ -165,7 +173,7 @@ class _RNNBase(Module):
                 steps = range(seq - 1, -1, -1) if direction else range(seq)
                 ys = [None] * seq
                 for t in steps:
-                    h_new, c_new = _rnn_step(self.mode, gx[t], h, c, w_hh, b_hh)
+                    h_new, c_new = _rnn_step(self.mode, gx[t], h, c, w_hh, b_hh, w_hr)
                     if live is None:
                         h, c = h_new, c_new
                         ys[t] = h
@@ -184,6 +192,8 @@ class _RNNBase(Module):
 
     def extra_repr(self) -> str:
         s = f"{self.input_size}, {self.hidden_size}"
+        if self.proj_size:
+            s += f", proj_size={self.proj_size}"
         if self.num_layers != 1:
             s += f", num_layers={self.num_layers}"
         if not self.bias:
@@ -245,24 +255,30 @@ class GRU(_RNNBase):
 
 class LSTM(_RNNBase):
     """torch's `nn.LSTM` (gates input, forget, cell, output). `forward(input, (h0, c0))`
-    returns `(output, (h_n, c_n))`. `proj_size` is not supported."""
+    returns `(output, (h_n, c_n))`. With `proj_size` > 0 each step's h is projected to
+    proj_size by `weight_hr_l{k}` (h_0 and h_n have proj_size columns, c has hidden_size)."""
 
     mode = "LSTM"
 
     def __init__(self, input_size: int, hidden_size: int, num_layers: int = 1,
                  bias: bool = True, batch_first: bool = False, dropout: float = 0.0,
                  bidirectional: bool = False, proj_size: int = 0, device=None, dtype=None):
-        if proj_size:
-            raise InvalidArgumentError("LSTM: proj_size is not supported")
+        if isinstance(proj_size, bool) or not isinstance(proj_size, int) or proj_size < 0:
+            raise InvalidArgumentError(f"LSTM: proj_size must be a non-negative int, got "
+                                       f"{proj_size!r}")
+        if proj_size >= hidden_size:
+            raise InvalidArgumentError(f"LSTM: proj_size ({proj_size}) has to be smaller than "
+                                       f"hidden_size ({hidden_size})")
         super().__init__(input_size, hidden_size, num_layers, bias, batch_first, dropout,
-                         bidirectional, device, dtype)
+                         bidirectional, device, dtype, proj_size)
 
     def forward(self, input, hx: tuple | None = None) -> tuple:  # noqa: A002
         x, lengths, packed = self._unpack(input)
         x, batched = self._check_input(x, packed is not None)
         if hx is not None and (not isinstance(hx, (tuple, list)) or len(hx) != 2):
             raise InvalidArgumentError("LSTM: hx must be a pair (h_0, c_0) or None")
-        h0 = self._state(None if hx is None else hx[0], x.shape[1], batched, "h_0", x)
+        h0 = self._state(None if hx is None else hx[0], x.shape[1], batched, "h_0", x,
+                         self.proj_size or None)
         c0 = self._state(None if hx is None else hx[1], x.shape[1], batched, "c_0", x)
         out, hn, cn = self._run(x, h0, c0, lengths)
         if not batched:

@@ -87,3 +87,29 @@ def test_recurrent_layers_on_packed_input_match_torch(cls, bidirectional):
     for (name, tp_), lp_ in zip(tm.named_parameters(), lm.parameters()):
         np.testing.assert_allclose(lp_.grad.numpy(), tp_.grad.numpy(), rtol=1e-9, atol=1e-12,
                                    err_msg=name)
+
+
+@needs_torch
+@pytest.mark.parametrize("packed", [False, True])
+def test_lstm_proj_size_matches_torch(packed):
+    from torch.nn.utils import rnn as trnn
+    torch.manual_seed(1)
+    tm = torch.nn.LSTM(2, 5, num_layers=2, bidirectional=True, proj_size=3).double()
+    lm = nn.LSTM(2, 5, num_layers=2, bidirectional=True, proj_size=3, dtype=lazyt.float64)
+    assert repr(lm) == repr(tm)
+    assert [n for n, _ in lm.named_parameters()] == [n for n, _ in tm.named_parameters()]
+    lm.load_state_dict({k: lazyt.tensor(v.detach().numpy()) for k, v in
+                        tm.state_dict().items()})
+    x = np.random.default_rng(2).standard_normal((5, 5, 2))
+    h0 = np.random.default_rng(3).standard_normal((4, 5, 3))
+    c0 = np.random.default_rng(4).standard_normal((4, 5, 5))
+    tx, lx = torch.tensor(x), lazyt.tensor(x)
+    if packed:
+        tx = trnn.pack_padded_sequence(tx, LENGTHS, enforce_sorted=False)
+        lx = pack_padded_sequence(lx, LENGTHS, enforce_sorted=False)
+    tout, (th, tc) = tm(tx, (torch.tensor(h0), torch.tensor(c0)))
+    lout, (lh, lc) = lm(lx, (lazyt.tensor(h0), lazyt.tensor(c0)))
+    if packed:
+        tout, lout = tout.data, lout.data
+    for a, b in ((lout, tout), (lh, th), (lc, tc)):
+        np.testing.assert_allclose(a.numpy(), b.detach().numpy(), rtol=1e-10, atol=1e-12)

@@ -155,7 +155,7 @@ def test_dropout_between_layers_only_in_training(rng):
      lazyt.InvalidArgumentError),
     (lambda: nn.GRU(3, 4)(lazyt.ones((2, 3, 3)), lazyt.ones((2, 3, 4))), lazyt.ShapeError),
     (lambda: nn.RNN(3, 4, nonlinearity="gelu"), lazyt.InvalidArgumentError),
-    (lambda: nn.LSTM(3, 4, proj_size=2), lazyt.InvalidArgumentError),
+    (lambda: nn.LSTM(3, 4, proj_size=4), lazyt.InvalidArgumentError),
     (lambda: nn.GRU(3, 0), lazyt.InvalidArgumentError),
     (lambda: nn.GRUCell(3, 4)(lazyt.ones((2, 5))), lazyt.ShapeError),
     (lambda: nn.RNN(3, 4)(lazyt.ones((2, 3, 3), dtype=lazyt.int64)), lazyt.DTypeError),
