@@ -57,3 +57,12 @@ def test_state_dicts_and_modules_copy():
     assert a is b
     state = pickle.loads(pickle.dumps({"w": m.weight.detach(), "step": 3}))
     np.testing.assert_array_equal(state["w"].numpy(), m.weight.numpy())
+
+
+def test_load_state_dict_assign_keeps_the_values_dtype():
+    m = lazyt.nn.Linear(2, 3)
+    sd = {k: v.to(lazyt.float64) for k, v in m.state_dict().items()}
+    lazyt.nn.Linear(2, 3).load_state_dict(sd)                    # cast to the model's
+    m.load_state_dict(sd, assign=True)
+    assert m.weight.dtype is lazyt.float64 and m.weight.requires_grad and m.weight.is_leaf
+    np.testing.assert_array_equal(m.weight.numpy(), sd["weight"].numpy())

@@ -20,14 +20,14 @@ __all__ = [
 ]
 
 
-def uniform(shape: tuple, bound: float, dtype, device) -> Tensor:
+def _uniform_values(shape: tuple, bound: float, dtype, device) -> Tensor:
     """Samples of U(-bound, bound) drawn from lazyt's generator (`lazyt.manual_seed`)."""
     return creation.rand(shape, dtype=dtype, device=device) * (2 * bound) - bound
 
 
 def fan_in_uniform(shape: tuple, fan_in: int, dtype, device) -> Tensor:
     """U(-1/sqrt(fan_in), 1/sqrt(fan_in)): torch's Linear default for weight and bias."""
-    return uniform(shape, 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0, dtype, device)
+    return _uniform_values(shape, 1.0 / math.sqrt(fan_in) if fan_in > 0 else 0.0, dtype, device)
 
 
 # ---------------------------------------------------------------------- torch.nn.init

@@ -345,9 +345,11 @@ class Module:
         at key `prefix`; `version` is the checkpoint's torch `_metadata` version, None when
         it has none. Nothing by default (`_BatchNorm` adds `num_batches_tracked`)."""
 
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True) -> LoadResult:
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
+                        assign: bool = False) -> LoadResult:
         """Copy values (Tensors or numpy arrays) into the parameters and buffers, keeping the
-        Parameter objects. Values take each parameter's dtype and device.
+        Parameter objects. Values take each parameter's dtype and device; with `assign=True`
+        (torch's flag) they keep their own dtype and device.
 
         With `strict=True` any missing, unexpected or mis-shaped key raises `StateDictError`
         listing all of them, and nothing is changed."""
@@ -378,7 +380,8 @@ class Module:
             cur = reg[name]
             if not isinstance(value, Tensor):
                 value = _tensor(np.asarray(value), device=cur.device)
-            value = value.detach().to(cur.dtype, device=cur.device)
+            value = value.detach() if assign else \
+                value.detach().to(cur.dtype, device=cur.device)
             if is_param:
                 cur._rebind(value)
             else:
