@@ -15,12 +15,12 @@ import math
 from .. import creation
 from .. import dtype as dt
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
-from ..functional import scaled_dot_product_attention, where
+from ..functional import cat, scaled_dot_product_attention, where
 from ..tensor import Tensor
 from . import functional as F
 from .container import ModuleList
 from .dropout import _probability, drop
-from .init import xavier_uniform_
+from .init import xavier_normal_, xavier_uniform_
 from .linear import Linear
 from .module import Module
 from .normalization import LayerNorm
@@ -48,16 +48,14 @@ class MultiheadAttention(Module):
     `in_proj_bias` [3E] (or `q_proj_weight`/`k_proj_weight`/`v_proj_weight` when `kdim` or
     `vdim` differ from E), `out_proj` (a Linear). `forward` returns `(output, weights)`:
     the weights averaged over the heads ([N, L, S]), per head with
-    `average_attn_weights=False`, or None with `need_weights=False`. `add_bias_kv` and
-    `add_zero_attn` are not supported."""
+    `average_attn_weights=False`, or None with `need_weights=False`. `add_bias_kv` appends
+    the learned `bias_k`/`bias_v` ([1, 1, E]) as one more key and value; `add_zero_attn` one
+    more zero key and value per head (the masks let both through), as torch's."""
 
     def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
                  add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
                  vdim: int | None = None, batch_first: bool = False, device=None, dtype=None):
         super().__init__()
-        if add_bias_kv or add_zero_attn:
-            raise InvalidArgumentError("MultiheadAttention: add_bias_kv and add_zero_attn are "
-                                       "not supported")
         if num_heads < 1 or embed_dim % num_heads:
             raise ShapeError(f"MultiheadAttention: embed_dim {embed_dim} must be divisible by "
                              f"num_heads {num_heads}")
@@ -87,6 +85,12 @@ class MultiheadAttention(Module):
         self.out_proj = Linear(embed_dim, embed_dim, bias=bias, **kw)
         if bias:  # torch starts both biases at zero
             self.out_proj.bias = Parameter(creation.zeros((embed_dim,), **kw))
+        if add_bias_kv:
+            self.bias_k = Parameter(xavier_normal_(creation.empty((1, 1, embed_dim), **kw)))
+            self.bias_v = Parameter(xavier_normal_(creation.empty((1, 1, embed_dim), **kw)))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = bool(add_zero_attn)
 
     def _projections(self) -> tuple:
         e = self.embed_dim
@@ -129,10 +133,23 @@ class MultiheadAttention(Module):
         h, d = self.num_heads, self.head_dim
         (wq, wk, wv), (bq, bk, bv) = self._projections()
 
-        def heads(x, w, b, length):  # [len, N, *] -> [N, H, len, D]
-            return F.linear(x, w, b).reshape(length, n, h, d).permute(1, 2, 0, 3)
-        q, k, v = heads(query, wq, bq, ln), heads(key, wk, bk, s), heads(value, wv, bv, s)
-        mask = self._mask(attn_mask, key_padding_mask, n, ln, s, q.dtype)
+        def heads(x, length):  # [len, N, E] -> [N, H, len, D]
+            return x.reshape(length, n, h, d).permute(1, 2, 0, 3)
+        mask = self._mask(attn_mask, key_padding_mask, n, ln, s, query.dtype)
+        kx, vx = F.linear(key, wk, bk), F.linear(value, wv, bv)
+        extra = 0
+        if self.bias_k is not None:    # one more key and value, learned
+            kx = cat([kx, self.bias_k.expand(1, n, e)], 0)
+            vx = cat([vx, self.bias_v.expand(1, n, e)], 0)
+            extra += 1
+        q = heads(F.linear(query, wq, bq), ln)
+        k, v = heads(kx, s + extra), heads(vx, s + extra)
+        if self.add_zero_attn:         # and one more zero key and value per head
+            zero = creation.zeros((n, h, 1, d), dtype=k.dtype, device=k.device)
+            k, v = cat([k, zero], 2), cat([v, zero], 2)
+            extra += 1
+        if mask is not None and extra:  # the added keys are never masked out
+            mask = F.pad(mask, (0, extra))
         p = self.dropout if self.training else 0.0
         if need_weights:
             scores = (q @ k.mT) * (1.0 / math.sqrt(d))

@@ -120,7 +120,6 @@ def test_parameter_names_and_initial_biases():
 
 @pytest.mark.parametrize("call,err", [
     (lambda: nn.MultiheadAttention(10, 3), lazyt.ShapeError),
-    (lambda: nn.MultiheadAttention(8, 2, add_bias_kv=True), lazyt.InvalidArgumentError),
     (lambda: nn.MultiheadAttention(8, 2)(lazyt.ones((3, 2, 6)), lazyt.ones((3, 2, 6)),
                                          lazyt.ones((3, 2, 6))), lazyt.ShapeError),
     (lambda: nn.MultiheadAttention(8, 2)(lazyt.ones((3, 2, 8)), lazyt.ones((4, 2, 8)),
@@ -133,7 +132,7 @@ def test_parameter_names_and_initial_biases():
                                          lazyt.ones((3, 8)), is_causal=True),
      lazyt.InvalidArgumentError),
     (lambda: nn.TransformerEncoderLayer(8, 2, activation="tanh"), lazyt.InvalidArgumentError),
-], ids=["heads", "bias-kv", "embed", "attn-mask", "padding-mask", "causal-hint", "activation"])
+], ids=["heads", "embed", "attn-mask", "padding-mask", "causal-hint", "activation"])
 def test_errors(call, err):
     with pytest.raises(err, match="MultiheadAttention|TransformerEncoderLayer"):
         call()
