@@ -27,6 +27,8 @@ CASES = [
     ("nanmedian ties", lambda m, x: x.nanmedian(), [2.0, NAN, 2.0, 1.0]),
     ("median dim", lambda m, x: x.reshape(1, 5).median(1).values, [2.0, 2.0, 1.0, 2.0, 3.0]),
     ("mode", lambda m, x: x.mode().values, [1.0, 1.0, 2.0, 3.0]),
+    ("relu at NaN and 0", lambda m, x: x.relu(), [1.0, NAN, -3.0, 0.0]),
+    ("abs at NaN and 0", lambda m, x: x.abs(), [1.0, NAN, -3.0, 0.0]),
     ("relu_ of an intermediate", lambda m, x: (x * 3).relu_(), [1.0, -2.0, 0.5]),
     ("sigmoid_ of an intermediate", lambda m, x: (x * 3).sigmoid_(), [1.0, -2.0, 0.5]),
     ("mul_ of an intermediate", lambda m, x: (x * 3).mul_(x), [1.0, -2.0, 0.5]),

@@ -55,7 +55,9 @@ def _erf_grad(B, x, g):
 # logical_not is absent: a bool result carries no gradient.
 UNARY_GRAD = {
     U.NEG: lambda B, x, g: B.unary(U.NEG, g),
-    U.ABS: lambda B, x, g: _mul(B, g, B.unary(U.SIGN, x)),
+    # torch's: sgn(x) g, 0 at 0 and at NaN
+    U.ABS: lambda B, x, g: B.where(B.binary(Bi.GT, x, 0), g,
+                                   B.where(B.binary(Bi.LT, x, 0), B.unary(U.NEG, g), 0)),
     U.EXP: lambda B, x, g: _mul(B, g, B.unary(U.EXP, x)),
     U.LOG: lambda B, x, g: B.binary(Bi.DIV, g, x),
     U.SQRT: lambda B, x, g: B.binary(Bi.DIV, _mul(B, g, 0.5), B.unary(U.SQRT, x)),
@@ -65,7 +67,8 @@ UNARY_GRAD = {
     U.SIN: lambda B, x, g: _mul(B, g, B.unary(U.COS, x)),
     U.COS: lambda B, x, g: _mul(B, g, B.unary(U.NEG, B.unary(U.SIN, x))),
     U.ERF: _erf_grad,
-    U.RELU: lambda B, x, g: B.where(B.binary(Bi.GT, x, 0), g, 0),
+    # torch's: the gradient passes where x is not <= 0 (so at NaN too)
+    U.RELU: lambda B, x, g: B.where(B.binary(Bi.LE, x, 0), 0, g),
     U.SIGN: lambda B, x, g: _zeros_like(B, g),
     U.FLOOR: lambda B, x, g: _zeros_like(B, g),
     U.CEIL: lambda B, x, g: _zeros_like(B, g),
