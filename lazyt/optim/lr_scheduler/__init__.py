@@ -4,6 +4,7 @@ Each scheduler writes `group["lr"]` of its optimizer's param groups; call `sched
 after `optimizer.step()`, once per epoch (`OneCycleLR`: once per batch)."""
 from .base import LRScheduler
 from .cosine import CosineAnnealingLR
+from .cyclic import CyclicLR
 from .lambda_lr import LambdaLR
 from .linear import LinearLR
 from .more import (ChainedScheduler, ConstantLR, CosineAnnealingWarmRestarts, MultiplicativeLR,
@@ -15,4 +16,4 @@ from .step import ExponentialLR, MultiStepLR, StepLR
 __all__ = ["LRScheduler", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
            "LinearLR", "OneCycleLR", "LambdaLR", "SequentialLR", "ConstantLR", "PolynomialLR",
            "MultiplicativeLR", "CosineAnnealingWarmRestarts", "ReduceLROnPlateau",
-           "ChainedScheduler"]
+           "ChainedScheduler", "CyclicLR"]
