@@ -23,7 +23,7 @@ from . import creation
 from . import functional as F
 from .autodiff import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .errors import GradError, InvalidArgumentError, ShapeError
-from .tensor import Tensor, _accumulate_one, grad_only_pass
+from .tensor import Tensor, _accumulate_one, grad_only_pass, refuse_graph_options
 
 __all__ = ["grad", "backward", "functional", "no_grad", "enable_grad", "set_grad_enabled",
            "inference_mode", "is_grad_enabled"]
@@ -36,16 +36,6 @@ def _tensors(fn: str, what: str, value) -> tuple:
         raise InvalidArgumentError(f"{fn}: {what} must be a tensor or a sequence of tensors, "
                                    f"got {type(value).__name__}")
     return items
-
-
-def _refuse_graph_options(fn: str, retain_graph, create_graph) -> None:
-    for name, value in (("retain_graph=True", retain_graph), ("create_graph=True",
-                                                              create_graph)):
-        if value:
-            raise InvalidArgumentError(
-                f"{fn}: {name} is not supported: lazyt frees the graph as backward walks it "
-                "and records no graph of the backward itself (no gradients of gradients); run "
-                "the forward again to backpropagate a second time")
 
 
 def _root(fn: str, outputs: tuple, seeds) -> tuple:
@@ -121,7 +111,7 @@ def grad(outputs, inputs, grad_outputs=None, retain_graph=None, create_graph=Fal
          materialize_grads=False) -> tuple:
     """The gradients of `outputs` with respect to `inputs`, as a tuple (torch.autograd.grad);
     `.grad` attributes are left as they were."""
-    _refuse_graph_options("autograd.grad", retain_graph, create_graph)
+    refuse_graph_options("autograd.grad", retain_graph, create_graph)
     if is_grads_batched:
         raise InvalidArgumentError("autograd.grad: is_grads_batched=True is not supported; "
                                    "loop over the batch of grad_outputs (one forward each)")
@@ -151,7 +141,7 @@ def backward(tensors, grad_tensors=None, retain_graph=None, create_graph=False,
     """Backpropagate from every tensor of `tensors` (seeded with `grad_tensors`) and add the
     gradients into `.grad` (torch.autograd.backward); with `inputs`, only into those
     tensors (leaves or intermediates)."""
-    _refuse_graph_options("autograd.backward", retain_graph, create_graph)
+    refuse_graph_options("autograd.backward", retain_graph, create_graph)
     if grad_variables is not None:
         if grad_tensors is not None:
             raise InvalidArgumentError("autograd.backward: pass grad_tensors, not also "
@@ -203,7 +193,7 @@ class _Functional:
         """d func(inputs) / d inputs: for one input and one output a tensor of shape
         `output.shape + input.shape`, else nested tuples (outputs, then inputs), as torch's.
         Reverse mode: `func` runs once per output element (the graph is not retained)."""
-        _refuse_graph_options("autograd.functional.jacobian", None, create_graph)
+        refuse_graph_options("autograd.functional.jacobian", None, create_graph)
         if strategy not in ("reverse-mode", "forward-mode"):
             raise InvalidArgumentError(f"autograd.functional.jacobian: strategy must be "
                                        f"'reverse-mode' or 'forward-mode', got {strategy!r}")
@@ -251,7 +241,7 @@ class _Functional:
 
     def vjp(self, func, inputs, v=None, create_graph=False, strict=False):
         """`(func(inputs), v^T J)`: one forward and one backward pass."""
-        _refuse_graph_options("autograd.functional.vjp", None, create_graph)
+        refuse_graph_options("autograd.functional.vjp", None, create_graph)
         xs, single_in = self._inputs("autograd.functional.vjp", inputs)
         with enable_grad():
             outs, single_out = self._outputs("autograd.functional.vjp", func(*xs))
@@ -273,7 +263,7 @@ class _Functional:
     def jvp(self, func, inputs, v=None, create_graph=False, strict=False):
         """`(func(inputs), J v)`, from the reverse-mode Jacobian (one pass per output
         element)."""
-        _refuse_graph_options("autograd.functional.jvp", None, create_graph)
+        refuse_graph_options("autograd.functional.jvp", None, create_graph)
         xs, single_in = self._inputs("autograd.functional.jvp", inputs)
         vs = _tensors("autograd.functional.jvp", "v", v) if v is not None else None
         if vs is None:

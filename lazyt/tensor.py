@@ -387,13 +387,7 @@ class Tensor(DispatchTensor):
         if gradient is not None and grad is not None:
             raise InvalidArgumentError("backward: pass the seed as gradient= or grad=, not both")
         grad = gradient if gradient is not None else grad
-        for name, value in (("retain_graph=True", retain_graph), ("create_graph=True",
-                                                                  create_graph)):
-            if value:
-                raise InvalidArgumentError(
-                    f"backward: {name} is not supported: lazyt frees the graph as backward "
-                    "walks it and records no graph of the backward itself; run the forward "
-                    "again to backpropagate a second time")
+        refuse_graph_options("backward", retain_graph, create_graph)
         g = None
         if grad is not None:
             grad = F.as_tensor(grad, self)
@@ -768,6 +762,18 @@ class RemovableHandle:
 
     def __exit__(self, *exc) -> None:
         self.remove()
+
+
+def refuse_graph_options(fn: str, retain_graph, create_graph) -> None:
+    """`InvalidArgumentError` for torch's `retain_graph=True` / `create_graph=True`, which a
+    graph freed as backward walks it cannot honour (`backward`, `lazyt.autograd`)."""
+    for name, value in (("retain_graph=True", retain_graph), ("create_graph=True",
+                                                              create_graph)):
+        if value:
+            raise InvalidArgumentError(
+                f"{fn}: {name} is not supported: lazyt frees the graph as backward walks it "
+                "and records no graph of the backward itself (no gradients of gradients); run "
+                "the forward again to backpropagate a second time")
 
 
 def _no_grad():

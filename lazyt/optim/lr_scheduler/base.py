@@ -90,6 +90,39 @@ class LRScheduler:
         return f"{type(self).__name__}(last_epoch={self.last_epoch}, last_lr={self._last_lr})"
 
 
+class CyclesMomentum:
+    """For schedulers that move the momentum (SGD) or beta1 (Adam) against the rate
+    (`OneCycleLR`, `CyclicLR`)."""
+
+    use_beta1 = False
+
+    def _start_momentum(self, name: str, optimizer: Optimizer, base_momentum, max_momentum,
+                        last_epoch: int) -> tuple[list, list]:
+        """Check the optimizer has a momentum; on a fresh start write `max_momentum` as each
+        group's momentum and record `max_momentum` / `base_momentum` in the groups. Returns
+        the per-group (base, max) values."""
+        if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
+            raise OptimizerError(f"{name}: cycle_momentum needs an optimizer with momentum "
+                                 f"or betas, got {type(optimizer).__name__}; pass "
+                                 "cycle_momentum=False")
+        self.use_beta1 = "betas" in optimizer.defaults
+        bases = per_group(name, "base_momentum", optimizer, base_momentum)
+        tops = per_group(name, "max_momentum", optimizer, max_momentum)
+        if last_epoch == -1:
+            for group, top, base in zip(optimizer.param_groups, tops, bases):
+                self._set_momentum(group, top)
+                group["max_momentum"] = top
+                group["base_momentum"] = base
+        return bases, tops
+
+    def _set_momentum(self, group: dict, value: float) -> None:
+        """Write `value` as the group's momentum, or as beta1 of its betas."""
+        if self.use_beta1:
+            group["betas"] = (value, *group["betas"][1:])
+        else:
+            group["momentum"] = value
+
+
 def per_group(name: str, what: str, optimizer: Optimizer, value) -> list:
     """`value` for each param group: one value for all, or a list/tuple with one per group."""
     n = len(optimizer.param_groups)

@@ -10,14 +10,14 @@ from __future__ import annotations
 import math
 
 from ..optimizer import Optimizer, OptimizerError
-from .base import LRScheduler, per_group
+from .base import CyclesMomentum, LRScheduler, per_group
 
 _MODES = {"triangular": (lambda x: 1.0, "cycle"),
           "triangular2": (lambda x: 1 / (2.0 ** (x - 1)), "cycle"),
           "exp_range": (None, "iterations")}
 
 
-class CyclicLR(LRScheduler):
+class CyclicLR(CyclesMomentum, LRScheduler):
     """torch's CyclicLR (the same rates and momenta step for step)."""
 
     def __init__(self, optimizer: Optimizer, base_lr, max_lr, step_size_up: int = 2000,
@@ -55,27 +55,10 @@ class CyclicLR(LRScheduler):
             self.scale_fn = fn if fn is not None else (lambda x: self.gamma ** x)
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise OptimizerError(f"{name}: cycle_momentum needs an optimizer with momentum "
-                                     f"or betas, got {type(optimizer).__name__}; pass "
-                                     "cycle_momentum=False")
-            self.use_beta1 = "betas" in optimizer.defaults
-            self.base_momentums = per_group(name, "base_momentum", optimizer, base_momentum)
-            self.max_momentums = per_group(name, "max_momentum", optimizer, max_momentum)
-            if last_epoch == -1:
-                for top, base, group in zip(self.max_momentums, self.base_momentums,
-                                            optimizer.param_groups):
-                    self._set_momentum(group, top)
-                    group["max_momentum"] = top
-                    group["base_momentum"] = base
+            self.base_momentums, self.max_momentums = self._start_momentum(
+                name, optimizer, base_momentum, max_momentum, last_epoch)
         super().__init__(optimizer, last_epoch)
         self.base_lrs = base_lrs
-
-    def _set_momentum(self, group: dict, value: float) -> None:
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
 
     def get_lr(self) -> list[float]:
         cycle = math.floor(1 + self.last_epoch / self.total_size)

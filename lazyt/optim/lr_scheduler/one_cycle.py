@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 
 from ..optimizer import Optimizer, OptimizerError
-from .base import LRScheduler, check_positive_int, per_group
+from .base import CyclesMomentum, LRScheduler, check_positive_int, per_group
 
 
 def _anneal_cos(start: float, end: float, pct: float) -> float:
@@ -23,7 +23,7 @@ def _anneal_linear(start: float, end: float, pct: float) -> float:
 _ANNEAL = {"cos": _anneal_cos, "linear": _anneal_linear}
 
 
-class OneCycleLR(LRScheduler):
+class OneCycleLR(CyclesMomentum, LRScheduler):
     """torch's OneCycleLR: `total_steps` (or `epochs * steps_per_epoch`) steps; each group
     records `initial_lr`, `max_lr`, `min_lr` (and `max_momentum`, `base_momentum`)."""
 
@@ -73,26 +73,8 @@ class OneCycleLR(LRScheduler):
                 group["min_lr"] = group["initial_lr"] / final_div_factor
         self.cycle_momentum = cycle_momentum
         if cycle_momentum:
-            if "momentum" not in optimizer.defaults and "betas" not in optimizer.defaults:
-                raise OptimizerError(f"{name}: cycle_momentum needs an optimizer with momentum "
-                                     f"or betas, got {type(optimizer).__name__}; pass "
-                                     "cycle_momentum=False")
-            self.use_beta1 = "betas" in optimizer.defaults
-            if last_epoch == -1:
-                tops = per_group(name, "max_momentum", optimizer, max_momentum)
-                bases = per_group(name, "base_momentum", optimizer, base_momentum)
-                for group, top, base in zip(optimizer.param_groups, tops, bases):
-                    self._set_momentum(group, top)
-                    group["max_momentum"] = top
-                    group["base_momentum"] = base
+            self._start_momentum(name, optimizer, base_momentum, max_momentum, last_epoch)
         super().__init__(optimizer, last_epoch)
-
-    def _set_momentum(self, group: dict, value: float) -> None:
-        """Write `value` as the group's momentum, or as beta1 of its betas."""
-        if self.use_beta1:
-            group["betas"] = (value, *group["betas"][1:])
-        else:
-            group["momentum"] = value
 
     def step(self) -> None:
         """Advance one batch; raises `OptimizerError` past `total_steps`."""
