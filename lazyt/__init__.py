@@ -130,6 +130,13 @@ from . import aliases as _aliases  # noqa: E402
 
 __all__ += [n for n in _aliases._install() if n not in __all__]
 
+# random generators and samplers: Generator, seed, get_rng_state, randperm, bernoulli,
+# multinomial, normal, poisson, ... (lazyt/sampling.py); manual_seed returns the generator
+from .sampling import *  # noqa: E402,F401,F403
+from .sampling import __all__ as _sampling_all  # noqa: E402
+
+__all__ += [n for n in _sampling_all if n not in __all__]
+
 # torch.autograd's functional API: grad, backward(inputs=), functional.jacobian/vjp/jvp
 from . import autograd  # noqa: E402
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from . import dtype as dt
 from .device import resolve
-from .data import generator, host_array, manual_seed  # noqa: F401  (manual_seed: lazyt's)
+from .data import generator as _rng
+from .data import host_array, manual_seed  # noqa: F401  (manual_seed: lazyt's)
 from .dispatch import Dispatch, DispatchTensor
 from .dtype import DType
 from .errors import DeviceError, DTypeError, InvalidArgumentError, ShapeError
@@ -208,20 +209,22 @@ def _random(op: str, shape, dtype, device, draw) -> Tensor:
 
 
 @_creates
-def rand(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    """Uniform samples in [0, 1)."""
-    return _random("rand", shape, dtype, device, lambda s: generator().random(s))
+def rand(*shape, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """Uniform samples in [0, 1) (from `generator`, a `lazyt.Generator`, or lazyt's)."""
+    rng = _rng(generator, "rand")
+    return _random("rand", shape, dtype, device, lambda s: rng.random(s))
 
 
 @_creates
-def randn(*shape, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+def randn(*shape, generator=None, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
     """Standard normal samples."""
-    return _random("randn", shape, dtype, device, lambda s: generator().standard_normal(s))
+    rng = _rng(generator, "randn")
+    return _random("randn", shape, dtype, device, lambda s: rng.standard_normal(s))
 
 
 @_creates
-def randint(low: int, high: int | None = None, size=(), dtype=None, device=None,
-            requires_grad: bool = False) -> Tensor:
+def randint(low: int, high: int | None = None, size=(), *, generator=None, dtype=None,
+            device=None, requires_grad: bool = False) -> Tensor:
     if isinstance(high, (tuple, list)) and size == ():       # torch's randint(high, size)
         low, high, size = 0, low, high
     low, high = _number("randint", "low", low), _number("randint", "high", high)
@@ -231,15 +234,19 @@ def randint(low: int, high: int | None = None, size=(), dtype=None, device=None,
         raise ShapeError(f"randint: empty range [{low}, {high})")
     shape = _check_shape("randint", _shape_args((size,)) if not isinstance(size, int) else (size,))
     d = _dtype_or(dtype, dt.DEFAULT_INT)
-    arr = generator().integers(low, high, size=shape).astype(d.np)
+    arr = _rng(generator, "randint").integers(low, high, size=shape).astype(d.np)
     return Dispatch.from_numpy(arr, resolve(device), Tensor)
 
 
 @_creates
-def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return rand(t.shape, dtype=dtype or t.dtype, device=device or t.device)
+def rand_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
+              generator=None) -> Tensor:
+    return rand(t.shape, generator=generator, dtype=dtype or t.dtype,
+                device=device or t.device)
 
 
 @_creates
-def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
-    return randn(t.shape, dtype=dtype or t.dtype, device=device or t.device)
+def randn_like(t: Tensor, dtype=None, device=None, requires_grad: bool = False, *,
+               generator=None) -> Tensor:
+    return randn(t.shape, generator=generator, dtype=dtype or t.dtype,
+                 device=device or t.device)

@@ -91,7 +91,14 @@ def _numpy_items_dtype(data) -> DType | None:
 
 
 # ---------------------------------------------------------------------- random numbers
-_generator = [np.random.default_rng()]
+def fresh_seed() -> int:
+    """A non-deterministic 64-bit seed (from the OS's entropy), as torch's `seed()` draws."""
+    return int(np.random.SeedSequence().entropy) % (1 << 64)
+
+
+# The process's generator and the seed it started from (`lazyt.initial_seed`).
+_initial = [fresh_seed()]
+_generator = [np.random.default_rng(_initial[0])]
 # The seeds torch takes: a negative one stands for its 64-bit two's complement.
 SEED_MIN, SEED_MAX = -(1 << 63), (1 << 64) - 1
 
@@ -101,7 +108,9 @@ def manual_seed(seed: int) -> None:
     Python or numpy int, not a bool) in [-2**63, 2**64 - 1], the range torch takes; a negative
     seed means seed + 2**64, as in torch (-1 and 2**64 - 1 give the same numbers). Anything
     else raises `InvalidArgumentError`."""
-    _generator[0] = np.random.default_rng(_seed_value(seed))
+    value = _seed_value(seed)
+    _generator[0] = np.random.default_rng(value)
+    _initial[0] = value
 
 
 def _seed_value(seed) -> int:
@@ -119,7 +128,17 @@ def _seed_value(seed) -> int:
     return value % (1 << 64)
 
 
-def generator() -> np.random.Generator:
+def generator(source=None, op: str = "drawing random numbers") -> np.random.Generator:
+    """The numpy generator a draw uses: lazyt's (`source=None`), a `lazyt.Generator`'s, or a
+    numpy `Generator` passed as `generator=`."""
     _refuse("drawing random numbers (rand, randn, randint, dropout)",
             "a replay would repeat the same numbers; draw them outside and pass them in")
-    return _generator[0]
+    if source is None:
+        return _generator[0]
+    if isinstance(source, np.random.Generator):
+        return source
+    rng = getattr(source, "numpy_generator", None)
+    if rng is not None:
+        return rng()
+    raise InvalidArgumentError(f"{op}: generator must be None (lazyt's generator) or a "
+                               f"lazyt.Generator, got {type(source).__name__}")

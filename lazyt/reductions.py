@@ -306,15 +306,12 @@ def _float_fill(op: str, t) -> Tensor:
 @method(function=False)
 def normal_(input, mean: float = 0.0, std: float = 1.0, *,  # noqa: A002 - torch's name
             generator=None) -> Tensor:
-    """Fill in place with samples of N(mean, std^2), drawn from lazyt's generator
-    (`lazyt.manual_seed`); a leaf that requires grad only under `lazyt.no_grad()`."""
+    """Fill in place with samples of N(mean, std^2), drawn from `generator` (a
+    `lazyt.Generator`) or lazyt's (`lazyt.manual_seed`); a leaf that requires grad only under `lazyt.no_grad()`."""
     t = _float_fill("normal_", input)
-    if generator is not None:
-        raise InvalidArgumentError("normal_: generator= is not supported; seed with "
-                                   "lazyt.manual_seed")
     if std < 0:
         raise InvalidArgumentError(f"normal_: std must be non-negative, got {std}")
-    draw = randn(t.shape, dtype=t.dtype, device=t.device)
+    draw = randn(t.shape, generator=generator, dtype=t.dtype, device=t.device)
     return rebind(t, draw * std + mean, "normal_")
 
 
@@ -323,12 +320,9 @@ def uniform_(input, a: float = 0.0, b: float = 1.0, *,  # noqa: A002 - torch's n
              generator=None) -> Tensor:
     """Fill in place with samples of U(a, b) from lazyt's generator (torch's `from`/`to`)."""
     t = _float_fill("uniform_", input)
-    if generator is not None:
-        raise InvalidArgumentError("uniform_: generator= is not supported; seed with "
-                                   "lazyt.manual_seed")
     if a > b:
         raise InvalidArgumentError(f"uniform_: expects a <= b, got a={a} and b={b}")
-    draw = rand(t.shape, dtype=t.dtype, device=t.device)
+    draw = rand(t.shape, generator=generator, dtype=t.dtype, device=t.device)
     return rebind(t, draw * (b - a) + a, "uniform_")
 
 

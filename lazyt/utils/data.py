@@ -70,20 +70,23 @@ def _is_int(value) -> bool:
 
 
 # ---------------------------------------------------------------------- random numbers
-def _as_rng(generator, op: str) -> np.random.Generator | None:
-    """`generator=` as a numpy Generator; None means lazyt's generator, read at each draw."""
+def _as_rng(generator, op: str):
+    """`generator=` as a numpy or lazyt Generator; None means lazyt's generator, read at each
+    draw."""
     if generator is None or isinstance(generator, np.random.Generator):
+        return generator
+    if hasattr(generator, "numpy_generator"):      # a lazyt.Generator, read at each draw
         return generator
     if _is_int(generator) and -(1 << 63) <= generator < (1 << 64):
         return np.random.default_rng(int(generator) % (1 << 64))  # negative: as torch's seeds
     raise InvalidArgumentError(f"{op}: generator must be None (lazyt's generator, seeded by "
-                               "lazyt.manual_seed), an int seed in [-2**63, 2**64) or a "
-                               f"numpy.random.Generator, got {type(generator).__name__} "
-                               f"{generator!r:.60}")
+                               "lazyt.manual_seed), a lazyt.Generator, an int seed in "
+                               "[-2**63, 2**64) or a numpy.random.Generator, got "
+                               f"{type(generator).__name__} {generator!r:.60}")
 
 
-def _rng(rng: np.random.Generator | None) -> np.random.Generator:
-    return _global_generator() if rng is None else rng
+def _rng(rng) -> np.random.Generator:
+    return _global_generator(rng)
 
 
 # ---------------------------------------------------------------------- datasets
