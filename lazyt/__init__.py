@@ -130,6 +130,20 @@ from . import aliases as _aliases  # noqa: E402
 
 __all__ += [n for n in _aliases._install() if n not in __all__]
 
+# torch's top-level forms of nn.functional ops (in ATen's argument order), RNN cells, view
+# copies, dtype rules and small queries (lazyt/aten_forms.py)
+from .aten_forms import *  # noqa: E402,F401,F403
+from .aten_forms import __all__ as _aten_forms_all  # noqa: E402
+from .aten_forms import inclusive_range as _aten_forms_range  # noqa: E402
+
+__all__ += [n for n in _aten_forms_all if n not in __all__]
+
+# window functions: hann, hamming, blackman, bartlett, kaiser (lazyt/windows.py)
+from .windows import *  # noqa: E402,F401,F403
+from .windows import __all__ as _windows_all  # noqa: E402
+
+__all__ += [n for n in _windows_all if n not in __all__]
+
 # random generators and samplers: Generator, seed, get_rng_state, randperm, bernoulli,
 # multinomial, normal, poisson, ... (lazyt/sampling.py); manual_seed returns the generator
 from .sampling import *  # noqa: E402,F401,F403
@@ -141,3 +155,7 @@ __all__ += [n for n in _sampling_all if n not in __all__]
 from . import autograd  # noqa: E402
 
 __all__ += ["autograd"]
+
+# torch.range (deprecated, inclusive end): an attribute only, so `from lazyt import *` keeps
+# Python's range
+range = _aten_forms_range  # noqa: A001

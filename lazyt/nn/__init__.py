@@ -114,3 +114,8 @@ __all__ += ["RReLU", "MultiMarginLoss", "MultiLabelMarginLoss", "LocalResponseNo
 from .embedding import EmbeddingBag  # noqa: E402
 
 __all__ += ["EmbeddingBag"]
+
+# connectionist temporal classification
+from .loss import CTCLoss  # noqa: E402
+
+__all__ += ["CTCLoss"]

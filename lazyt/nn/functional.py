@@ -985,3 +985,8 @@ __all__ += ["bilinear", "instance_norm", "pixel_shuffle", "pixel_unshuffle", "pr
             "feature_alpha_dropout", "pdist", "adaptive_max_pool1d", "adaptive_max_pool2d",
             "fold", "unfold", "adaptive_avg_pool3d", "adaptive_max_pool3d", "avg_pool3d",
             "lp_pool1d", "lp_pool2d", "lp_pool3d", "max_pool3d", "max_unpool3d"]
+
+# ---------------------------------------------------------------------- sequence losses
+from .ctc import ctc_loss  # noqa: E402
+
+__all__ += ["ctc_loss"]

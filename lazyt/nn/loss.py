@@ -207,3 +207,26 @@ class MultiLabelMarginLoss(_Loss):
 
     def forward(self, input: Tensor, target: Tensor) -> Tensor:  # noqa: A002
         return F.multilabel_margin_loss(input, target, self.reduction)
+
+
+class CTCLoss(_Loss):
+    """`F.ctc_loss` with its options held: forward(log_probs, targets, input_lengths,
+    target_lengths)."""
+
+    def __init__(self, blank: int = 0, reduction: str = "mean", zero_infinity: bool = False):
+        super().__init__(reduction)
+        self.blank = blank
+        self.zero_infinity = zero_infinity
+
+    def forward(self, log_probs: Tensor, targets: Tensor, input_lengths,
+                target_lengths) -> Tensor:
+        return F.ctc_loss(log_probs, targets, input_lengths, target_lengths, self.blank,
+                        self.reduction, self.zero_infinity)
+
+    def extra_repr(self) -> str:
+        parts = [f"blank={self.blank}"] if self.blank != 0 else []
+        if self.reduction != "mean":
+            parts.append(f"reduction={self.reduction!r}")
+        if self.zero_infinity:
+            parts.append("zero_infinity=True")
+        return ", ".join(parts)
