@@ -16,6 +16,7 @@ import operator
 from .. import creation
 from ..errors import DTypeError, InvalidArgumentError, ShapeError
 from ..functional import cat, stack
+from ..layout import pad as _layout_pad
 from ..tensor import Tensor
 from .init import fan_in_uniform
 from .module import Module
@@ -388,9 +389,9 @@ class _ConvNd(Module):
             raise InvalidArgumentError(f"{name}: padding_mode must be one of "
                                        f"{', '.join(map(repr, _PADDING_MODES))}, got "
                                        f"{padding_mode!r}")
-        if padding_mode != "zeros":
-            raise InvalidArgumentError(f"{name}: padding_mode={padding_mode!r} is not supported "
-                                       f"by lazyt yet; only 'zeros'")
+        if padding_mode != "zeros" and self._transposed:
+            raise InvalidArgumentError(f"{name}: only padding_mode='zeros' is supported for "
+                                       f"transposed convolutions, got {padding_mode!r}")
         self.in_channels, self.out_channels = in_channels, out_channels
         self.kernel_size = as_tuple(name, "kernel_size", kernel_size, n, 1)
         self.stride = as_tuple(name, "stride", stride, n, 1)
@@ -444,8 +445,16 @@ class _Conv(_ConvNd):
                          groups, bias, padding_mode, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002 - torch's name
+        padding = self.padding
+        if self.padding_mode != "zeros":
+            # reflect / replicate / circular: pad by that rule first, then convolve unpadded
+            before, after = _conv_padding(type(self).__name__, padding, self.kernel_size,
+                                          self.stride, self.dilation)
+            pads = [p for b, a in zip(reversed(before), reversed(after)) for p in (b, a)]
+            input = _layout_pad(input, pads, self.padding_mode)
+            padding = (0,) * self._n
         return _conv(type(self).__name__, self._n, input, self.weight, self.bias, self.stride,
-                     self.padding, self.dilation, self.groups)
+                     padding, self.dilation, self.groups)
 
 
 class Conv1d(_Conv):

@@ -420,8 +420,8 @@ def test_module_errors():
          nn.Conv2d, 3, 4, 3, groups=2)
     _err(lazyt.InvalidArgumentError, r"Conv2d: out_channels \(3\) must be divisible by groups",
          nn.Conv2d, 4, 3, 3, groups=2)
-    _err(lazyt.InvalidArgumentError, "Conv2d: padding_mode='reflect' is not supported",
-         nn.Conv2d, 2, 2, 3, padding_mode="reflect")
+    _err(lazyt.InvalidArgumentError, "ConvTranspose2d: only padding_mode='zeros'",
+         nn.ConvTranspose2d, 2, 2, 3, padding_mode="reflect")
     _err(lazyt.InvalidArgumentError, "Conv1d: padding_mode must be one of", nn.Conv1d, 2, 2, 3,
          padding_mode="mirror")
     _err(lazyt.InvalidArgumentError, "Conv2d: padding='same' is not supported for strided",
