@@ -124,6 +124,13 @@ from . import special  # noqa: E402
 
 __all__ += [n for n in _special_all if n not in __all__] + ["special"]
 
+# torch's older top-level linear algebra: svd (U, S, V), cholesky_solve, triangular_solve,
+# lu/lu_unpack/lu_solve, pinverse, nuclear_norm, mvlgamma, ... (lazyt/linalg_forms.py)
+from .linalg_forms import *  # noqa: E402,F401,F403
+from .linalg_forms import __all__ as _linalg_forms_all  # noqa: E402
+
+__all__ += [n for n in _linalg_forms_all if n not in __all__]
+
 # torch's other names (multiply, divide, arccos, ...), the in-place forms of the shape-keeping
 # methods (exp_, sigmoid_, tril_, ...) and small Tensor queries (lazyt/aliases.py)
 from . import aliases as _aliases  # noqa: E402

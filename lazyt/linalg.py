@@ -815,3 +815,171 @@ def cond(A, p=None) -> Tensor:  # noqa: N803 - torch's names
         return x.sum((-2, -1))
     out = matrix_norm(x, p) * matrix_norm(inv(x), p)
     return where(isnan(out), math.inf, out)
+
+
+# ---------------------------------------------------------------------- LU solves, exp, _ex
+def _pivot_order(pivots: Tensor, m: int) -> Tensor:
+    """The row order [..., m] LAPACK's 1-based sequential swaps `pivots` [..., k] make:
+    row i of L @ U is row order[i] of A."""
+    idx = arange(m, device=pivots.device)
+    order = idx.expand(*pivots.shape[:-1], m)
+    for j in range(pivots.shape[-1]):
+        p = (pivots[..., j:j + 1] - 1).to(dt.int64)                   # [..., 1]
+        at_j = order[..., j:j + 1]
+        at_p = take_along_dim(order, p, -1)
+        order = where(idx == j, at_p, where(idx == p, at_j, order))
+    return order
+
+
+def _lu_args(op: str, LU, pivots) -> tuple:  # noqa: N803 - torch's name
+    a = _matrices(op, LU)
+    p = tensor_arg(op, pivots)
+    if p.dtype.is_float or p.dtype is dt.bool_:
+        raise InvalidArgumentError(f"{op}: pivots must be an integer tensor, got "
+                                   f"{p.dtype.name}")
+    k = min(a.shape[-2], a.shape[-1])
+    if tuple(p.shape) != tuple(a.shape[:-2]) + (k,):
+        raise ShapeError(f"{op}: pivots of shape {tuple(p.shape)} do not match LU of shape "
+                         f"{tuple(a.shape)} (expected {tuple(a.shape[:-2]) + (k,)})")
+    return a, p, k
+
+
+def unpack_lu(op: str, LU, pivots, unpack_data: bool = True,  # noqa: N803 - torch's name
+              unpack_pivots: bool = True) -> tuple:
+    """(P, L, U) from `lu_factor`'s packed form (torch's `lu_unpack`)."""
+    a, p, k = _lu_args(op, LU, pivots)
+    m, n = a.shape[-2], a.shape[-1]
+    rows = arange(m, device=a.device).reshape(m, 1)
+    perm = low = up = None
+    if unpack_pivots:
+        order = _pivot_order(p, m)
+        perm = (rows == order.unsqueeze(-2)).to(a.dtype)            # P[r, i] = (r == order[i])
+    if unpack_data:
+        kcols = arange(k, device=a.device)
+        low = where(kcols < rows, a[..., :, :k], 0.0) + (rows == kcols).to(a.dtype)
+        up = where(arange(n, device=a.device) >= kcols.reshape(k, 1), a[..., :k, :], 0.0)
+    empty = a.new_zeros((0,))
+    return _LUResult(perm if perm is not None else empty, low if low is not None else empty,
+                     up if up is not None else empty)
+
+
+@_export(method=False)
+def lu_solve(LU, pivots, B, *, left: bool = True, adjoint: bool = False) -> Tensor:  # noqa: N803
+    """X with A @ X = B (`left=False`: X @ A = B; `adjoint`: with A^T) from `lu_factor`'s
+    (LU, pivots) of square A."""
+    a, p, _ = _lu_args("lu_solve", LU, pivots)
+    if a.shape[-1] != a.shape[-2]:
+        raise ShapeError(f"lu_solve: LU must hold square matrices, got {tuple(a.shape)}")
+    b = tensor_arg("lu_solve", B)
+    if b.ndim < 2 or (b.shape[-2] if left else b.shape[-1]) != a.shape[-1]:
+        raise ShapeError(f"lu_solve: B of shape {tuple(b.shape)} does not fit A of shape "
+                         f"{tuple(a.shape)} (left={left})")
+    if not left:                                   # X A = B  <=>  A^T X^T = B^T
+        return lu_solve(a, p, b.transpose(-2, -1), adjoint=not adjoint).transpose(-2, -1)
+    perm, low, up = unpack_lu("lu_solve", a, p)
+    if adjoint:                                    # A^T = U^T L^T P^T
+        y = solve_triangular(up.transpose(-2, -1), b, upper=False)
+        z = solve_triangular(low.transpose(-2, -1), y, upper=True, unitriangular=True)
+        return _matmul(perm, z)
+    y = _matmul(perm.transpose(-2, -1), b.to(a.dtype))
+    return solve_triangular(up, solve_triangular(low, y, upper=False, unitriangular=True),
+                            upper=True)
+
+
+# Higham (2005): [13/13] Pade coefficients and the 1-norm below which they need no scaling
+_PADE13 = (64764752532480000.0, 32382376266240000.0, 7771770303897600.0,
+           1187353796428800.0, 129060195264000.0, 10559470521600.0, 670442572800.0,
+           33522128640.0, 1323241920.0, 40840800.0, 960960.0, 16380.0, 182.0, 1.0)
+_THETA13 = 5.371920351148152
+
+
+@_export(method=False)
+def matrix_exp(A) -> Tensor:  # noqa: N803 - torch's name
+    """e^A of each square matrix of `A`, by scaling and squaring of the [13/13] Pade
+    approximant (differentiable through its matmuls and solve). The scaling reads the largest
+    1-norm of the batch to the host, so it runs eagerly, not under `lazyt.compile`."""
+    a = floating(_square("matrix_exp", A))
+    n = a.shape[-1]
+    if n == 0 or a.numel() == 0:
+        return a
+    norm = float(a.abs().sum(-2).amax().item())
+    s = 0 if not math.isfinite(norm) or norm <= _THETA13 else \
+        int(math.ceil(math.log2(norm / _THETA13)))
+    x = a / (2.0 ** s) if s else a
+    b = _PADE13
+    eye = (arange(n, device=a.device).reshape(n, 1) == arange(n, device=a.device)).to(a.dtype)
+    x2 = _matmul(x, x)
+    x4 = _matmul(x2, x2)
+    x6 = _matmul(x4, x2)
+    u = _matmul(x, _matmul(x6, b[13] * x6 + b[11] * x4 + b[9] * x2)
+                + b[7] * x6 + b[5] * x4 + b[3] * x2 + b[1] * eye)
+    v = (_matmul(x6, b[12] * x6 + b[10] * x4 + b[8] * x2)
+         + b[6] * x6 + b[4] * x4 + b[2] * x2 + b[0] * eye)
+    r = solve(v - u, v + u)
+    for _ in range(s):
+        r = _matmul(r, r)
+    return r
+
+
+def _info(bad: Tensor) -> Tensor:
+    """int32 info per matrix: 1 + the first index where `bad` [..., n] holds, else 0."""
+    n = bad.shape[-1]
+    if n == 0:
+        return bad.sum(-1).to(dt.int32)
+    first = bad.to(dt.int32).argmax(-1)
+    return where(bad.any(-1), first + 1, 0).to(dt.int32)
+
+
+_CholeskyExResult = namedtuple("cholesky_ex", "L info")
+_InvExResult = namedtuple("inv_ex", "inverse info")
+_SolveExResult = namedtuple("solve_ex", "result info")
+_LUFactorExResult = namedtuple("lu_factor_ex", "LU pivots info")
+
+
+@_export(method=False)
+def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa: N803
+    """(L, info): info is 1 + the order of the first leading minor that is not positive
+    definite (0 for a good matrix); `check_errors` raises instead."""
+    low = cholesky(A, upper=upper)
+    info = _info(~(low.diagonal(0, -2, -1) > 0))
+    if check_errors and bool((info != 0).any().item()):
+        raise InvalidArgumentError("cholesky_ex: a matrix is not positive definite "
+                                   f"(info {info.numpy().tolist()})")
+    return _CholeskyExResult(low, info)
+
+
+def _singular_info(op: str, a: Tensor, check_errors: bool) -> Tensor:
+    u = lu_factor(a).LU.diagonal(0, -2, -1)
+    info = _info(u == 0)
+    if check_errors and bool((info != 0).any().item()):
+        raise InvalidArgumentError(f"{op}: a matrix is singular (info {info.numpy().tolist()})")
+    return info
+
+
+@_export(method=False)
+def inv_ex(A, *, check_errors: bool = False):  # noqa: N803 - torch's name
+    """(inverse, info): info is 1 + the first zero pivot of the LU (0 when invertible)."""
+    a = _square("inv_ex", A)
+    return _InvExResult(inv(a), _singular_info("inv_ex", a, check_errors))
+
+
+@_export(method=False)
+def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):  # noqa: N803
+    a = _square("solve_ex", A)
+    return _SolveExResult(solve(a, B, left=left), _singular_info("solve_ex", a, check_errors))
+
+
+@_export(method=False)
+def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):  # noqa: N803
+    packed, pivots = lu_factor(A, pivot=pivot)
+    k = min(packed.shape[-2], packed.shape[-1])
+    info = _info(packed.diagonal(0, -2, -1)[..., :k] == 0)
+    if check_errors and bool((info != 0).any().item()):
+        raise InvalidArgumentError(f"lu_factor_ex: a matrix is singular (info "
+                                   f"{info.numpy().tolist()})")
+    return _LUFactorExResult(packed, pivots, info)
+
+
+TOP_LEVEL["matrix_exp"] = matrix_exp
+if not hasattr(Tensor, "matrix_exp"):
+    Tensor.matrix_exp = matrix_exp
