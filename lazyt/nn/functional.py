@@ -990,3 +990,8 @@ __all__ += ["bilinear", "instance_norm", "pixel_shuffle", "pixel_unshuffle", "pr
 from .ctc import ctc_loss  # noqa: E402
 
 __all__ += ["ctc_loss"]
+
+# ---------------------------------------------------------------------- sampling grids
+from .grid import affine_grid, grid_sample  # noqa: E402
+
+__all__ += ["affine_grid", "grid_sample"]

@@ -1,13 +1,16 @@
 """torch.nn.functional.interpolate and the `Upsample` modules, as composites: each spatial
 dim is resampled in turn by `index_select` at source positions computed on the host with
-torch's formulas, and for the linear modes a weighted sum of the two neighbours, so every
-backend runs it and autodiff differentiates it (nearest's gradient adds up at each source).
+torch's formulas, and for the linear modes a weighted sum of the two neighbours (bicubic: of
+four, with torch's cubic convolution weights, A = -0.75, the neighbours' indices clamped to the
+input), so every backend runs it and autodiff differentiates it (nearest's gradient adds up at
+each source).
 
 Source positions (torch's `UpSample.h`): nearest takes floor(dst * scale), nearest-exact
 floor((dst + 0.5) * scale), both clipped to the last input; linear takes dst * (in - 1) /
-(out - 1) with `align_corners=True`, else max(0, (dst + 0.5) * scale - 0.5). `scale` is
-1 / scale_factor when a scale factor was given (and not recomputed), else in / out. As in
-torch, the linear modes copy a dim whose size stays, and 4-D nearest copies or halves the
+(out - 1) with `align_corners=True`, else max(0, (dst + 0.5) * scale - 0.5) (bicubic: without
+the max). `scale` is 1 / scale_factor when a scale factor was given (and not recomputed), else
+in / out. As in torch, the linear modes copy a dim whose size stays (bicubic only with
+align_corners or without a scale factor other than 1), and 4-D nearest copies or halves the
 positions when a size stays or doubles. "area" is adaptive average pooling.
 """
 from __future__ import annotations
@@ -28,8 +31,9 @@ from .pooling import adaptive_avg_pool1d, adaptive_avg_pool2d
 __all__ = ["interpolate", "upsample", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d"]
 
-_LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3}   # mode -> spatial dims it needs
-_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "trilinear", "area")
+_LINEAR = {"linear": 1, "bilinear": 2, "trilinear": 3, "bicubic": 2}  # mode -> spatial dims
+_MODES = ("nearest", "nearest-exact", "linear", "bilinear", "bicubic", "trilinear", "area")
+_CUBIC_A = -0.75   # torch's cubic convolution constant
 
 
 # ---------------------------------------------------------------------- source positions
@@ -60,6 +64,43 @@ def _linear_source(n_in: int, n_out: int, scale, align_corners: bool, acc):
     i1 = i0 + (i0 < n_in - 1)
     w1 = np.clip(src - i0.astype(acc), acc(0), acc(1)).astype(acc)
     return i0, i1, (acc(1) - w1).astype(acc), w1
+
+
+def _fma(a, b, c, acc):
+    """a * b + c rounded once, as torch's CPU kernels compute it (compiled with fused
+    multiply-adds); float32 through float64, float64 plainly."""
+    if acc is np.float32:
+        return (np.float64(a) * np.float64(b) + np.float64(c)).astype(acc)
+    return (a * b + c).astype(acc)
+
+
+def _cubic_source(n_in: int, n_out: int, scale, align_corners: bool, acc):
+    """(indices, weights), four of each: output position j is sum_k weights[k][j] *
+    x[indices[k][j]], the taps at floor(src) - 1 .. floor(src) + 2 clamped to the input, the
+    weights torch's cubic convolution coefficients of the offset, computed in `acc`."""
+    i = np.arange(n_out).astype(acc)
+    if align_corners:
+        s = acc(n_in - 1) / acc(n_out - 1) if n_out > 1 else acc(0)
+        src = s * i
+    else:
+        s = acc(1.0 / scale) if scale else acc(n_in) / acc(n_out)
+        src = _fma(s, i + acc(0.5), acc(-0.5), acc)
+    # torch floors in float32 (floorf) whatever the dtype
+    i0 = np.minimum(np.floor(src.astype(np.float32)).astype(np.int64), n_in - 1)
+    t = np.clip(src - i0.astype(acc), acc(0), acc(1)).astype(acc)
+    a = acc(_CUBIC_A)
+
+    def near(x):   # |x| <= 1: ((a + 2) * x - (a + 3)) * x * x + 1
+        return _fma(_fma(a + acc(2), x, -(a + acc(3)), acc) * x, x, acc(1), acc)
+
+    def far(x):    # 1 < |x| < 2: ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+        u = _fma(_fma(a, x, -(acc(5) * a), acc), x, acc(8) * a, acc)
+        return _fma(u, x, -(acc(4) * a), acc)
+
+    one = acc(1)
+    weights = [far(t + one), near(t), near(one - t), far(acc(2) - t)]
+    indices = [np.clip(i0 + k, 0, n_in - 1) for k in (-1, 0, 1, 2)]
+    return indices, [np.asarray(w, dtype=acc) for w in weights]
 
 
 def _along(x: Tensor, d: int, positions: np.ndarray) -> Tensor:
@@ -115,9 +156,9 @@ def interpolate(input: Tensor, size=None, scale_factor=None,  # noqa: A002 - tor
                 antialias: bool = False) -> Tensor:
     """Resize the spatial dims of `input` (N, C, L), (N, C, H, W) or (N, C, D, H, W) to
     `size`, or by `scale_factor` (output floor(in * factor)), with mode "nearest",
-    "nearest-exact", "linear" (3-D), "bilinear" (4-D), "trilinear" (5-D) or "area" (3-D and
-    4-D). `align_corners` (linear modes only; default False) maps the corner pixels'
-    centres onto each other."""
+    "nearest-exact", "linear" (3-D), "bilinear" or "bicubic" (4-D), "trilinear" (5-D) or "area"
+    (3-D and 4-D). `align_corners` (linear and bicubic modes only; default False) maps the
+    corner pixels' centres onto each other."""
     if not isinstance(input, Tensor):
         raise DTypeError(f"interpolate: input must be a lazyt.Tensor, got "
                          f"{type(input).__name__}")
@@ -134,9 +175,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None,  # noqa: A002 - tor
                          f"{_LINEAR[mode] + 2}-D input")
     if mode not in _LINEAR and align_corners is not None:
         raise InvalidArgumentError("interpolate: align_corners can only be set with the "
-                                   "interpolating modes linear, bilinear and trilinear")
+                                   "interpolating modes linear, bilinear, bicubic and trilinear")
     if antialias:
-        raise InvalidArgumentError("interpolate: antialias is not supported")
+        raise InvalidArgumentError(f"interpolate: antialias is not supported (mode {mode!r}); "
+                                   f"pass antialias=False")
     out, scales = _sizes(x, n, size, scale_factor, bool(recompute_scale_factor))
     if mode == "area":
         if n == 3:
@@ -153,9 +195,10 @@ def interpolate(input: Tensor, size=None, scale_factor=None,  # noqa: A002 - tor
         raise DTypeError(f"interpolate: {mode} mode needs a floating-point input, got "
                          f"{x.dtype.name}")
     align = bool(align_corners)
+    resize = _cubic_resize if mode == "bicubic" else _linear_resize
     if x.dtype is dt.float16:  # interpolated in float32 and rounded once, as torch's opmath
-        return _linear_resize(x.to(dt.float32), out, scales, align).to(dt.float16)
-    return _linear_resize(x, out, scales, align)
+        return resize(x.to(dt.float32), out, scales, align).to(dt.float16)
+    return resize(x, out, scales, align)
 
 
 def _linear_resize(x: Tensor, out: tuple, scales: tuple, align: bool) -> Tensor:
@@ -168,6 +211,24 @@ def _linear_resize(x: Tensor, out: tuple, scales: tuple, align: bool) -> Tensor:
             continue  # torch copies a dim whose size stays, whatever the scale factor
         i0, i1, w0, w1 = _linear_source(x.shape[d], n_out, scale, align, acc)
         x = _along(x, d, i0) * _weights(x, d, w0) + _along(x, d, i1) * _weights(x, d, w1)
+    return x
+
+
+def _cubic_resize(x: Tensor, out: tuple, scales: tuple, align: bool) -> Tensor:
+    """Bicubic interpolation, one spatial dim after the other (it is separable). Unlike
+    the linear modes, torch's forward resamples a dim whose size stays when a scale factor
+    other than 1 was given (without align_corners)."""
+    acc = np.float64 if x.dtype is dt.float64 else np.float32
+    for i in reversed(range(len(out))):  # W first, then H: torch's order of summation
+        d, n_out, scale = 2 + i, out[i], scales[i]
+        if x.shape[d] == n_out and (align or scale is None or scale == 1):
+            continue  # the source positions are the outputs': weights 0 and 1, a copy
+        indices, weights = _cubic_source(x.shape[d], n_out, scale, align, acc)
+        total = None
+        for k, w in zip(indices, weights):
+            term = _along(x, d, k) * _weights(x, d, w)
+            total = term if total is None else total + term
+        x = total
     return x
 
 

@@ -148,7 +148,7 @@ def test_interpolate_errors():
     with pytest.raises(lazyt.InvalidArgumentError, match="align_corners can only be set"):
         F.interpolate(x, size=2, mode="nearest", align_corners=True)
     with pytest.raises(lazyt.InvalidArgumentError, match="mode must be one of"):
-        F.interpolate(x, size=2, mode="bicubic")
+        F.interpolate(x, size=2, mode="cubic")
     with pytest.raises(lazyt.ShapeError, match="must give 2 spatial sizes"):
         F.interpolate(x, size=(2, 3, 4))
     with pytest.raises(lazyt.ShapeError, match="greater than 0"):
