@@ -26,7 +26,8 @@ from . import creation
 from . import dtype as dt
 from . import promotion as _promote
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
-from .functional import cat, floating, split
+from .functional import cat, floating, split, where
+from .inplace import rebind
 from .moreops import exporter
 from .nn import functional as F
 from .tensor import Tensor
@@ -646,6 +647,122 @@ def inclusive_range(start=0, end=None, step=1, *, dtype=None, device=None,
     out = creation.tensor(values.astype(d.np) if not d.is_int else values.astype(np.int64),
                           dtype=d, device=device)
     return out.require_grad() if requires_grad else out
+
+
+# ---------------------------------------------------------------------- Tensor odds and ends
+def _inplace_of(name: str):
+    def method(self, *args, **kwargs):
+        return rebind(self, getattr(self, name)(*args, **kwargs), name + "_")
+    method.__name__ = method.__qualname__ = name + "_"
+    method.__doc__ = f"`{name}` in place."
+    return method
+
+
+for _name in ("addmm", "baddbmm", "remainder"):
+    if not hasattr(Tensor, _name + "_"):
+        setattr(Tensor, _name + "_", _inplace_of(_name))
+for _name in ("hardshrink", "prelu"):
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, getattr(F, _name))
+
+
+def fill_diagonal_(self, fill_value, wrap: bool = False) -> Tensor:
+    """Write `fill_value` on the main diagonal in place (all dims equal for rank > 2; a tall
+    matrix with `wrap` starts again every cols + 1 rows, as torch)."""
+    x = _tensor("fill_diagonal_", "input", self)
+    if x.ndim < 2:
+        raise ShapeError(f"fill_diagonal_: expects a tensor of rank >= 2, got shape {x.shape}")
+    if x.ndim > 2 and len(set(x.shape)) != 1:
+        raise ShapeError(f"fill_diagonal_: all dims must be equal for rank > 2, got {x.shape}")
+    mask = np.zeros(x.shape, dtype=bool)
+    if x.ndim == 2:
+        rows, cols = x.shape
+        flat = mask.reshape(-1)
+        step = cols + 1
+        count = min(rows, cols) if not wrap else -(-flat.size // step)
+        flat[np.arange(count) * step] = True
+    else:
+        idx = np.arange(x.shape[0])
+        mask[(idx,) * x.ndim] = True
+    m = creation.tensor(mask, device=x.device)
+    return rebind(x, where(m, creation.full((), fill_value, dtype=x.dtype, device=x.device),
+                           x), "fill_diagonal_")
+
+
+@_export()
+def angle(input) -> Tensor:  # noqa: A002 - torch's name
+    """The argument of each (real) element: pi where negative, 0 elsewhere, NaN kept; float."""
+    x = floating(_tensor("angle", "input", input))
+    zero = x * 0
+    return where(x < 0, zero + np.pi, zero)
+
+
+def sum_to_size(self, *size) -> Tensor:
+    """Sum over the dims that `size` broadcasts along, giving `size`."""
+    x = _tensor("sum_to_size", "input", self)
+    shape = tuple(size[0]) if len(size) == 1 and not isinstance(size[0], numbers.Integral) \
+        else tuple(size)
+    try:
+        if np.broadcast_shapes(shape, x.shape) != tuple(x.shape):
+            raise ValueError
+    except ValueError:
+        raise ShapeError(f"sum_to_size: size {shape} is not expandable to the tensor's shape "
+                         f"{x.shape}") from None
+    lead = x.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(lead + i for i, s in enumerate(shape)
+                                      if s == 1 and x.shape[lead + i] != 1)
+    out = x.sum(dims, keepdim=True) if dims else x
+    return out.reshape(shape)
+
+
+_TYPE_NAMES = {"float16": "HalfTensor", "float32": "FloatTensor", "float64": "DoubleTensor",
+               "int8": "CharTensor", "uint8": "ByteTensor", "int16": "ShortTensor",
+               "int32": "IntTensor", "int64": "LongTensor", "bool": "BoolTensor"}
+
+
+def _type(self, dtype=None, non_blocking: bool = False):
+    """torch's `Tensor.type`: the type name ('lazyt.FloatTensor') or, given a dtype, a cast."""
+    if dtype is None:
+        return "lazyt." + _TYPE_NAMES[self.dtype.name]
+    if isinstance(dtype, str) and dtype.endswith("Tensor"):
+        names = {v: k for k, v in _TYPE_NAMES.items()}
+        key = dtype.rsplit(".", 1)[-1]
+        if key not in names:
+            raise DTypeError(f"type: unknown tensor type {dtype!r}")
+        dtype = names[key]
+    return self.to(dtype)
+
+
+def _get_device(self) -> int:
+    """-1 on the cpu, else the device's index (torch's `get_device`)."""
+    return -1 if self.device.type == "cpu" else (self.device.index or 0)
+
+
+def _imag(self):
+    raise DTypeError("imag: lazyt's tensors are real; torch has imag only for complex dtypes")
+
+
+_EXTRA_METHODS = {
+    "fill_diagonal_": fill_diagonal_, "sum_to_size": sum_to_size, "type": _type,
+    "get_device": _get_device, "is_pinned": lambda self: False,
+    "pin_memory": lambda self: self, "share_memory_": lambda self: self,
+    "new_empty_strided": lambda self, size, stride, **kw: self.new_empty(tuple(size), **kw),
+}
+_EXTRA_PROPERTIES = {
+    "itemsize": lambda self: self.dtype.itemsize,
+    "nbytes": lambda self: self.dtype.itemsize * self.numel(),
+    "real": lambda self: self, "imag": _imag,
+}
+for _flag in ("is_meta", "is_sparse", "is_sparse_csr", "is_quantized", "is_mkldnn",
+              "is_nested", "is_mps", "is_xpu", "is_vulkan", "is_ipu", "is_xla", "is_maia",
+              "is_mtia"):
+    _EXTRA_PROPERTIES[_flag] = lambda self: False
+for _name, _fn in _EXTRA_METHODS.items():
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _fn)
+for _name, _fn in _EXTRA_PROPERTIES.items():
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, property(_fn))
 
 
 # the matrix views of real tensors: `mH` is `mT`, `H` is `T`

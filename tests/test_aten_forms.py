@@ -304,3 +304,46 @@ def test_ctc_loss_top_level_form():
     for code in (0, 1, 2):
         _close(lazyt.ctc_loss(lazyt.tensor(lp), lazyt.tensor(tg), *args, 0, code),
                torch.ctc_loss(torch.from_numpy(lp), torch.from_numpy(tg), *args, 0, code), 1e-4)
+
+
+@pytest.mark.parametrize("shape,wrap", [((3, 3), False), ((7, 3), True), ((7, 3), False),
+                                        ((3, 5), True), ((3, 3, 3), False)])
+def test_fill_diagonal_matches_torch(shape, wrap):
+    got = lazyt.zeros(*shape).fill_diagonal_(2.5, wrap=wrap)
+    ref = torch.zeros(*shape).fill_diagonal_(2.5, wrap=wrap)
+    np.testing.assert_array_equal(got.numpy(), ref.numpy())
+    with pytest.raises(ShapeError):
+        lazyt.zeros(2, 3, 3).fill_diagonal_(1.0)
+
+
+def test_tensor_odds_and_ends():
+    x = torch.tensor([1.0, -2.0, 0.0, float("nan")])
+    lx = lazyt.tensor(x.numpy())
+    np.testing.assert_array_equal(lazyt.angle(lx).numpy(), torch.angle(x).numpy())
+    np.testing.assert_array_equal(lazyt.tensor([1, -2]).angle().numpy(),
+                                  torch.tensor([1, -2]).angle().numpy())
+    a = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+    for size in ((1, 3, 1), (3, 4), (2, 1, 4), (4,)):
+        _close(lazyt.tensor(a).sum_to_size(*size), torch.from_numpy(a).sum_to_size(*size))
+    with pytest.raises(ShapeError):
+        lazyt.tensor(a).sum_to_size(5)
+    assert lazyt.ones(2).type() == "lazyt.FloatTensor"
+    assert lazyt.ones(2, dtype=lazyt.int64).type() == "lazyt.LongTensor"
+    assert lazyt.ones(2).type(lazyt.int32).dtype is lazyt.int32
+    assert lazyt.ones(2).type("torch.DoubleTensor").dtype is lazyt.float64
+    assert lazyt.ones(2).get_device() == torch.ones(2).get_device() == -1
+    t = lazyt.ones(3, 2, dtype=lazyt.float16)
+    assert (t.nbytes, t.itemsize) == (12, 2) and not t.is_sparse and not t.is_quantized
+    assert t.real is t and not t.is_pinned() and t.pin_memory() is t
+    with pytest.raises(DTypeError):
+        t.imag
+    (m, tm), (b, tb), (c, tc) = _pair(2, 2), _pair(2, 3), _pair(3, 2)
+    m.addmm_(b, c, beta=0.5, alpha=2)
+    tm.addmm_(tb, tc, beta=0.5, alpha=2)
+    _close(m, tm)
+    (m, tm), (b, tb), (c, tc) = _pair(2, 2, 2), _pair(2, 2, 3), _pair(2, 3, 2)
+    _close(m.baddbmm_(b, c), tm.baddbmm_(tb, tc))
+    _close(lazyt.tensor([5.0, -5.0]).remainder_(3), torch.tensor([5.0, -5.0]).remainder_(3))
+    _close(lazyt.tensor([-1.0, 2.0]).hardshrink(1.5), torch.tensor([-1.0, 2.0]).hardshrink(1.5))
+    _close(lazyt.tensor([-1.0, 2.0]).prelu(lazyt.tensor([0.25])),
+           torch.tensor([-1.0, 2.0]).prelu(torch.tensor([0.25])))
