@@ -26,7 +26,8 @@ from .device import device as _device_of
 from .dispatch import Dispatch, DispatchTensor
 from .dtype import (DType, bool_, finfo, float16, float32, float64, iinfo, int8, int16, int32,
                     int64, uint8)
-from .errors import (CaptureError, DeviceError, DistributedError, DTypeError, FusionError, GradError,
+from .errors import (CaptureError, DeviceError, DistributedError, DivisionByZeroError, DTypeError,
+                     FusionError, GradError,
                      IndexOutOfRangeError,
                      InvalidArgumentError,
                      KernelCompileError, KernelLanguageError, LazytError,
@@ -61,6 +62,7 @@ __all__ = [
     "Gradients", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad",
     "set_grad_enabled", "fusion", "kernels", "nn", "optim", "utils",
     "CaptureError", "compile", "capturing", "uint8", "DistributedError", "finfo", "iinfo",
+    "DivisionByZeroError",
 ] + list(_functional_all)
 
 # torch's elementwise math and layout ops, as composites (lazyt/mathops.py, lazyt/layout.py)

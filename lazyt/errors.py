@@ -35,6 +35,10 @@ class MissingImplError(LazytError, NotImplementedError):
     """An op has no implementation for a backend or layer of the stack."""
 
 
+class DivisionByZeroError(LazytError, ZeroDivisionError, RuntimeError):
+    """Integer `//` or `%` by a zero number (torch raises "ZeroDivisionError" on the cpu)."""
+
+
 class GradError(LazytError, RuntimeError):
     """Misuse of autodiff: backward on a non-scalar without a seed, or twice through a freed graph."""
 

@@ -25,7 +25,8 @@ from .capture_state import STATE as _CAPTURE
 from .data import generator, host_array
 from .dispatch import Dispatch, DispatchTensor, common_device
 from .dtype import DType
-from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
+from .errors import (DivisionByZeroError, DTypeError, IndexOutOfRangeError, InvalidArgumentError,
+                     ShapeError)
 from .ops import FLOAT_UNARY, BinaryOp, ReduceOp, TensorMeta, UnaryOp
 
 DT = DispatchTensor
@@ -114,6 +115,7 @@ def unary(op: UnaryOp, x: DT) -> DT:
 #: ops whose operands are never floats (logical and bitwise): checked even on the fast path
 #: (string keys: hashing an Enum is slow)
 _NOT_FLOAT = frozenset(op._value_ for op in pr.LOGICAL | pr.BITWISE)
+_INT_DIVISIONS = (_B.FLOOR_DIV, _B.MOD)
 
 
 def binary(op: BinaryOp, a, b) -> DT:
@@ -179,6 +181,9 @@ def binary(op: BinaryOp, a, b) -> DT:
             s = bool(s)
         elif not d.is_float:
             s = pr.int_scalar(op, s, d, t_first)
+            if s == 0 and t_first and op in _INT_DIVISIONS:
+                raise DivisionByZeroError(f"{op.value}: integer division of a {d.name} tensor "
+                                          f"(shape {t.shape}) by zero")
             if op is _B.POW and not t_first:        # an integer number to tensor powers
                 return _int_pow(as_tensor(s, t, d), t)
     return Dispatch.binary(op, t, s) if t_first else Dispatch.binary(op, s, t)

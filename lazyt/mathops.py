@@ -22,7 +22,7 @@ from . import promotion as pr
 from . import shape as sh
 from .creation import full
 from .dispatch import DispatchTensor, common_device
-from .errors import DTypeError, InvalidArgumentError
+from .errors import DivisionByZeroError, DTypeError, InvalidArgumentError
 from .functional import METHODS, as_tensor, binary, floating, method, to, where
 from .ops import BinaryOp
 from .tensor import Tensor
@@ -432,6 +432,9 @@ def div(a, b, *, rounding_mode: str | None = None) -> Tensor:
         return trunc(binary(_B.DIV, a, b))
     # integers: the floor quotient of the magnitudes, negated where the signs differ
     like = a if isinstance(a, DispatchTensor) else b
+    if not isinstance(b, DispatchTensor) and b == 0:
+        raise DivisionByZeroError(f"div: integer division of a {d.name} tensor (shape "
+                                  f"{like.shape}) by zero (rounding_mode='trunc')")
     a, b = (to(v, d) if isinstance(v, DispatchTensor) else as_tensor(v, like, d) for v in (a, b))
     q = binary(_B.FLOOR_DIV, a.abs(), b.abs())
     return where((a < 0) != (b < 0), -q, q)

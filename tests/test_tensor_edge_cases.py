@@ -87,9 +87,26 @@ def test_division_by_zero_gives_inf_without_warnings():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         out = (lazyt.tensor([1.0, 0.0, -1.0], device=dev) / 0).numpy()
-        ints = (lazyt.tensor([3, -3], device=dev) // 0).numpy()
+        zero = lazyt.tensor([0, 0], device=dev)
+        ints = (lazyt.tensor([3, -3], device=dev) // zero).numpy()   # a tensor of zeros: 0
     np.testing.assert_array_equal(out, [np.inf, np.nan, -np.inf])
     assert ints.tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("call", [lambda t: t // 0, lambda t: t % 0, lambda t: t.fmod(0),
+                                  lambda t: t.remainder(0), lambda t: t.floor_divide(0),
+                                  lambda t: t.div(0, rounding_mode="trunc"),
+                                  lambda t: t.div(0, rounding_mode="floor")])
+def test_integer_division_by_a_zero_number_raises_as_torch(call):
+    torch = pytest.importorskip("torch")
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        call(torch.tensor([3, -3]))
+    t = lazyt.tensor([3, -3])
+    with pytest.raises(lazyt.DivisionByZeroError, match="by zero"):
+        call(t)
+    with pytest.raises(ZeroDivisionError):
+        call(t)
+    assert (t // 2).numpy().tolist() == [1, -2]                   # the runtime stays usable
 
 
 def test_erf_without_scipy_matches_math_erf():
