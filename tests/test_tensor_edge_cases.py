@@ -120,3 +120,19 @@ def test_erf_without_scipy_matches_math_erf():
     assert np.isnan(_erf_series_cf(np.array([np.nan]))).all()
     x32 = x.astype(np.float32)
     assert _erf_series_cf(x32).dtype == np.float32
+
+
+@pytest.mark.parametrize("fusion", [True, False])
+def test_reciprocal_gradient_is_torchs_bit_for_bit_and_overflow_is_quiet(fusion):
+    torch = pytest.importorskip("torch")
+    v = np.random.default_rng(0).standard_normal(4096).astype(np.float32)
+    v[:5] = [0.0, 1.5, -1.5, np.inf, 1e-30]
+    t = torch.tensor(v, requires_grad=True)
+    t.reciprocal().sum().backward()
+    x = lazyt.tensor(v, device=lazyt.device("cpu", fusion=fusion)).require_grad()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        x.reciprocal().sum().backward()
+        big = lazyt.tensor([3e38], device=x.device)
+        assert np.isinf((big * big).numpy()).all() and np.isinf((big + big).numpy()).all()
+    np.testing.assert_array_equal(x.grad.numpy(), t.grad.numpy())

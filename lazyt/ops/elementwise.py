@@ -72,7 +72,9 @@ UNARY_GRAD = {
     U.SIGN: lambda B, x, g: _zeros_like(B, g),
     U.FLOOR: lambda B, x, g: _zeros_like(B, g),
     U.CEIL: lambda B, x, g: _zeros_like(B, g),
-    U.RECIPROCAL: lambda B, x, g: B.unary(U.NEG, B.binary(Bi.DIV, g, _mul(B, x, x))),
+    # torch's: -g * (r * r) with r = 1/x
+    U.RECIPROCAL: lambda B, x, g: _mul(B, B.unary(U.NEG, g),
+                                       _mul(B, B.unary(U.RECIPROCAL, x), B.unary(U.RECIPROCAL, x))),
 }
 _UNARY_NO_INPUT = frozenset({U.NEG, U.SIGN, U.FLOOR, U.CEIL})
 

@@ -137,7 +137,10 @@ UNARY = {
 
 _DOMAIN_OPS = frozenset({UnaryOp.LOG, UnaryOp.SQRT, UnaryOp.RSQRT, UnaryOp.RECIPROCAL,
                          UnaryOp.SIN, UnaryOp.COS, UnaryOp.EXP})
-_DIVIDING = frozenset({BinaryOp.DIV, BinaryOp.FLOOR_DIV, BinaryOp.MOD, BinaryOp.POW})
+# ops whose inf/NaN results (x / 0, 0 ** -1, a float product past the dtype's range) torch
+# gives silently: numpy's warnings are switched off for them
+_DIVIDING = frozenset({BinaryOp.DIV, BinaryOp.FLOOR_DIV, BinaryOp.MOD, BinaryOp.POW,
+                       BinaryOp.MUL, BinaryOp.ADD, BinaryOp.SUB})
 
 BINARY = {
     BinaryOp.ADD: np.add, BinaryOp.SUB: np.subtract, BinaryOp.MUL: np.multiply,
