@@ -27,7 +27,7 @@ from .dispatch import Dispatch, DispatchTensor
 from .dtype import (DType, bool_, finfo, float16, float32, float64, iinfo, int8, int16, int32,
                     int64, uint8)
 from .errors import (CaptureError, DeviceError, DistributedError, DivisionByZeroError, DTypeError,
-                     FusionError, GradError,
+                     FusionError, GradError, UnsafeLoadError,
                      IndexOutOfRangeError,
                      InvalidArgumentError,
                      KernelCompileError, KernelLanguageError, LazytError,
@@ -62,7 +62,7 @@ __all__ = [
     "Gradients", "enable_grad", "inference_mode", "is_grad_enabled", "no_grad",
     "set_grad_enabled", "fusion", "kernels", "nn", "optim", "utils",
     "CaptureError", "compile", "capturing", "uint8", "DistributedError", "finfo", "iinfo",
-    "DivisionByZeroError",
+    "DivisionByZeroError", "UnsafeLoadError",
 ] + list(_functional_all)
 
 # torch's elementwise math and layout ops, as composites (lazyt/mathops.py, lazyt/layout.py)
@@ -152,6 +152,11 @@ from .windows import *  # noqa: E402,F401,F403
 from .windows import __all__ as _windows_all  # noqa: E402
 
 __all__ += [n for n in _windows_all if n not in __all__]
+
+# torch.save / torch.load for state dicts and tensors (lazyt/serialization.py)
+from .serialization import load, save  # noqa: E402
+
+__all__ += ["save", "load"]
 
 # random generators and samplers: Generator, seed, get_rng_state, randperm, bernoulli,
 # multinomial, normal, poisson, ... (lazyt/sampling.py); manual_seed returns the generator

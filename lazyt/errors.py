@@ -5,6 +5,7 @@ written for torch keeps catching them: torch raises RuntimeError for most bad sh
 and arguments (where Python's own convention is ValueError or TypeError, both are bases),
 IndexError for an index or dim out of range, NotImplementedError for a missing kernel.
 """
+import pickle
 
 
 class LazytError(Exception):
@@ -37,6 +38,10 @@ class MissingImplError(LazytError, NotImplementedError):
 
 class DivisionByZeroError(LazytError, ZeroDivisionError, RuntimeError):
     """Integer `//` or `%` by a zero number (torch raises "ZeroDivisionError" on the cpu)."""
+
+
+class UnsafeLoadError(LazytError, pickle.UnpicklingError):
+    """`lazyt.load(weights_only=True)` met a global other than tensors and plain containers."""
 
 
 class GradError(LazytError, RuntimeError):
