@@ -18,10 +18,12 @@
 from __future__ import annotations
 
 import numbers
+import sys
 import warnings
 
 import numpy as np
 
+from . import config as _config
 from . import creation
 from . import dtype as dt
 from . import promotion as _promote
@@ -30,6 +32,7 @@ from .functional import cat, floating, split, where
 from .inplace import rebind
 from .moreops import exporter
 from .nn import functional as F
+from .tensor import PRINT_OPTIONS as _PRINT_OPTIONS
 from .tensor import Tensor
 
 __all__: list = []
@@ -647,6 +650,68 @@ def inclusive_range(start=0, end=None, step=1, *, dtype=None, device=None,
     out = creation.tensor(values.astype(d.np) if not d.is_int else values.astype(np.int64),
                           dtype=d, device=device)
     return out.require_grad() if requires_grad else out
+
+
+# ---------------------------------------------------------------------- process settings
+@_export(method=False)
+def get_num_threads() -> int:
+    """The threads lazyt's cpu work uses (`set_num_threads`, `LAZYT_NUM_THREADS` or the
+    cores, at most 8)."""
+    return _config.num_threads()
+
+
+@_export(method=False)
+def set_num_threads(n: int) -> None:
+    """Use `n` threads for cpu work from now on (lazyt's pool, its numba kernels and BLAS)."""
+    _config.set_num_threads(n)
+
+
+_PRINT_PROFILES = {"default": dict(precision=4, threshold=1000, edgeitems=3, max_line_width=80),
+                   "short": dict(precision=2, threshold=1000, edgeitems=2, max_line_width=80),
+                   "full": dict(precision=4, threshold=sys.maxsize, edgeitems=3,
+                                max_line_width=80)}
+
+
+@_export(method=False)
+def set_printoptions(precision=None, threshold=None, edgeitems=None, linewidth=None,
+                     profile=None, sci_mode=None) -> None:
+    """How `repr` prints values, as torch.set_printoptions: digits after the point, the
+    element count above which the middle is summarized, the items kept at each edge, the line
+    width, a `profile` ("default", "short", "full") and `sci_mode` (True: always scientific,
+    False: never, None: numpy's choice)."""
+    opts = dict(_PRINT_OPTIONS)
+    if profile is not None:
+        if profile not in _PRINT_PROFILES:
+            raise InvalidArgumentError(f"set_printoptions: profile must be one of "
+                                       f"{', '.join(map(repr, _PRINT_PROFILES))}, got "
+                                       f"{profile!r}")
+        opts.update(_PRINT_PROFILES[profile])
+    for name, v in (("precision", precision), ("threshold", threshold),
+                    ("edgeitems", edgeitems), ("linewidth", linewidth)):
+        if v is not None:
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+                raise InvalidArgumentError(f"set_printoptions: {name} must be a non-negative "
+                                           f"int, got {v!r}")
+            opts["max_line_width" if name == "linewidth" else name] = int(v)
+    opts.pop("formatter", None)
+    opts.pop("suppress_small", None)
+    if sci_mode is True:
+        digits = opts.get("precision", 4)
+        opts["formatter"] = {"float_kind": lambda v: f"{v:.{digits}e}"}
+    elif sci_mode is False:
+        opts["suppress_small"] = True
+    _PRINT_OPTIONS.clear()
+    _PRINT_OPTIONS.update(opts)
+
+
+@_export(method=False)
+def get_printoptions() -> dict:
+    """The options `set_printoptions` set, in torch's names."""
+    out = {("linewidth" if k == "max_line_width" else k): v for k, v in _PRINT_OPTIONS.items()
+           if k not in ("formatter", "suppress_small")}
+    out["sci_mode"] = True if "formatter" in _PRINT_OPTIONS else \
+        False if "suppress_small" in _PRINT_OPTIONS else None
+    return out
 
 
 # ---------------------------------------------------------------------- Tensor odds and ends

@@ -153,15 +153,28 @@ def debug_level() -> int:
 _CPUS = max(1, os.cpu_count() or 1)
 
 
+#: `lazyt.set_num_threads(n)`: takes the place of `LAZYT_NUM_THREADS` while set.
+_THREADS_SET: list = [None]
+
+
+def set_num_threads(n: int) -> None:
+    """Use `n` threads on the cpu from now on (lazyt's pool, numba's kernels and BLAS), as
+    torch.set_num_threads; it overrides `LAZYT_NUM_THREADS`."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+        raise ConfigError(f"set_num_threads: expected an int >= 1, got {n!r}")
+    _THREADS_SET[0] = n
+
+
 def num_threads() -> int:
-    """`LAZYT_NUM_THREADS`, else the cores (at most 8)."""
-    n = _int("LAZYT_NUM_THREADS", 1)
+    """`set_num_threads`'s count, else `LAZYT_NUM_THREADS`, else the cores (at most 8)."""
+    n = _THREADS_SET[0] or _int("LAZYT_NUM_THREADS", 1)
     return n if n is not None else min(_CPUS, 8)
 
 
 def max_threads() -> int:
-    """`LAZYT_NUM_THREADS`, else the cores this process may run on (the pool's size)."""
-    n = _int("LAZYT_NUM_THREADS", 1)
+    """`set_num_threads`'s count, else `LAZYT_NUM_THREADS`, else the cores this process may
+    run on (the pool's size)."""
+    n = _THREADS_SET[0] or _int("LAZYT_NUM_THREADS", 1)
     if n is not None:
         return n
     try:

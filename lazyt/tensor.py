@@ -127,7 +127,8 @@ class Tensor(DispatchTensor):
 
     def __repr__(self) -> str:
         try:
-            body = np.array2string(self.numpy(), separator=", ", prefix="tensor(")
+            body = np.array2string(self.numpy(), separator=", ", prefix="tensor(",
+                                   **PRINT_OPTIONS)
         except CaptureError:
             raise
         except Exception as e:  # a failed lazy op must not break printing the error
@@ -779,6 +780,10 @@ def refuse_graph_options(fn: str, retain_graph, create_graph) -> None:
 def _no_grad():
     from .autodiff import no_grad
     return no_grad()
+
+
+#: numpy `array2string` options for `repr` (`lazyt.set_printoptions`); empty: numpy's own.
+PRINT_OPTIONS: dict = {}
 
 
 def _rebuild(values, dtype: str, device: tuple, requires_grad: bool, grad):

@@ -347,3 +347,41 @@ def test_tensor_odds_and_ends():
     _close(lazyt.tensor([-1.0, 2.0]).hardshrink(1.5), torch.tensor([-1.0, 2.0]).hardshrink(1.5))
     _close(lazyt.tensor([-1.0, 2.0]).prelu(lazyt.tensor([0.25])),
            torch.tensor([-1.0, 2.0]).prelu(torch.tensor([0.25])))
+
+
+def test_set_printoptions():
+    from lazyt.tensor import PRINT_OPTIONS
+    saved = dict(PRINT_OPTIONS)
+    x = lazyt.tensor([1.123456789, 2e-5, 3000.0])
+    try:
+        lazyt.set_printoptions(precision=2)
+        assert "1.12e+00" in repr(x)
+        lazyt.set_printoptions(sci_mode=False)
+        assert "3000." in repr(x) and "e+" not in repr(x)
+        assert lazyt.get_printoptions() == {"precision": 2, "sci_mode": False}
+        lazyt.set_printoptions(profile="default", sci_mode=True)
+        assert "..." in repr(lazyt.arange(2000.0))
+        lazyt.set_printoptions(profile="full")
+        assert "..." not in repr(lazyt.arange(2000.0))
+        with pytest.raises(InvalidArgumentError):
+            lazyt.set_printoptions(profile="long")
+        with pytest.raises(InvalidArgumentError):
+            lazyt.set_printoptions(precision=-1)
+    finally:
+        PRINT_OPTIONS.clear()
+        PRINT_OPTIONS.update(saved)
+
+
+def test_set_num_threads_bounds_the_cpu_work():
+    from lazyt import config
+    saved = config._THREADS_SET[0]
+    try:
+        lazyt.set_num_threads(1)
+        assert lazyt.get_num_threads() == 1 and config.max_threads() == 1
+        a = lazyt.tensor(RNG.standard_normal((300, 200)).astype(np.float32))
+        np.testing.assert_allclose((a.exp() @ a.T).numpy(),
+                                   np.exp(a.numpy()) @ a.numpy().T, rtol=1e-4)
+        with pytest.raises(InvalidArgumentError):
+            lazyt.set_num_threads(0)
+    finally:
+        config._THREADS_SET[0] = saved
