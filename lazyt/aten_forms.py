@@ -17,6 +17,7 @@
 """
 from __future__ import annotations
 
+import builtins
 import numbers
 import sys
 import warnings
@@ -27,6 +28,7 @@ from . import config as _config
 from . import creation
 from . import dtype as dt
 from . import promotion as _promote
+from .autodiff import is_inference_mode_enabled as _is_inference
 from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
 from .functional import cat, floating, split, where
 from .inplace import rebind
@@ -712,6 +714,85 @@ def get_printoptions() -> dict:
     out["sci_mode"] = True if "formatter" in _PRINT_OPTIONS else \
         False if "suppress_small" in _PRINT_OPTIONS else None
     return out
+
+
+_MATMUL_PRECISIONS = ("highest", "high", "medium")
+_MATMUL_PRECISION = ["highest"]
+
+
+@_export(method=False)
+def set_float32_matmul_precision(precision: str) -> None:
+    """Accepted as torch's ("highest", "high", "medium"); lazyt multiplies float32 matrices
+    in full float32 at every setting (no TF32 or bfloat16 passes)."""
+    if precision not in _MATMUL_PRECISIONS:
+        raise InvalidArgumentError(f"set_float32_matmul_precision: expected one of "
+                                   f"{', '.join(map(repr, _MATMUL_PRECISIONS))}, got "
+                                   f"{precision!r}")
+    _MATMUL_PRECISION[0] = precision
+
+
+@_export(method=False)
+def get_float32_matmul_precision() -> str:
+    return _MATMUL_PRECISION[0]
+
+
+@_export(method=False)
+def is_inference_mode_enabled() -> bool:
+    return _is_inference()
+
+
+@_export(method=False)
+def empty_strided(size, stride, *, dtype=None, device=None, requires_grad: bool = False):
+    """`empty(size)`: lazyt's tensors have no strides to choose."""
+    return creation.empty(tuple(size), dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@_export(method=False)
+def empty_permuted(size, physical_layout, *, dtype=None, device=None,
+                   requires_grad: bool = False):
+    """`empty(size)`; `physical_layout` (a permutation of the dims) is checked, not used."""
+    size = tuple(size)
+    if sorted(physical_layout) != list(builtins.range(len(size))):
+        raise InvalidArgumentError(f"empty_permuted: physical_layout {tuple(physical_layout)} "
+                                   f"is not a permutation of {len(size)} dims")
+    return creation.empty(size, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+@_export(method=False)
+def nonzero_static(input, *, size: int, fill_value: int = -1) -> Tensor:  # noqa: A002
+    """`nonzero(input)` cut or padded with `fill_value` rows to exactly `size` rows."""
+    x = _tensor("nonzero_static", "input", input)
+    if isinstance(size, bool) or not isinstance(size, numbers.Integral) or size < 0:
+        raise InvalidArgumentError(f"nonzero_static: size must be a non-negative int, got "
+                                   f"{size!r}")
+    idx = x.nonzero()
+    n = idx.shape[0]
+    if n >= size:
+        return idx[:size]
+    pad = creation.full((size - n, max(x.ndim, 1) if x.ndim else 0), fill_value,
+                        dtype=idx.dtype, device=idx.device)
+    return cat([idx, pad], 0)
+
+
+@_export(method=False)
+def real(input) -> Tensor:  # noqa: A002 - torch's name
+    return _tensor("real", "input", input)
+
+
+@_export(method=False)
+def imag(input) -> Tensor:  # noqa: A002 - torch's name
+    _tensor("imag", "input", input)
+    raise DTypeError("imag: lazyt's tensors are real; torch has imag only for complex dtypes")
+
+
+@_export(method=False)
+def is_signed(input) -> bool:  # noqa: A002 - torch's name
+    return _tensor("is_signed", "input", input).is_signed()
+
+
+@_export(method=False)
+def get_device(input) -> int:  # noqa: A002 - torch's name
+    return _tensor("get_device", "input", input).get_device()
 
 
 # ---------------------------------------------------------------------- Tensor odds and ends

@@ -385,3 +385,32 @@ def test_set_num_threads_bounds_the_cpu_work():
             lazyt.set_num_threads(0)
     finally:
         config._THREADS_SET[0] = saved
+
+
+def test_settings_queries_and_static_nonzero():
+    assert not lazyt.is_inference_mode_enabled()
+    with lazyt.inference_mode():
+        assert lazyt.is_inference_mode_enabled() and not lazyt.is_grad_enabled()
+    with lazyt.inference_mode(False):
+        assert not lazyt.is_inference_mode_enabled()
+    assert lazyt.get_float32_matmul_precision() == "highest"
+    try:
+        lazyt.set_float32_matmul_precision("high")
+        assert lazyt.get_float32_matmul_precision() == "high"
+        with pytest.raises(InvalidArgumentError):
+            lazyt.set_float32_matmul_precision("low")
+    finally:
+        lazyt.set_float32_matmul_precision("highest")
+    for v, size in (([0, 1, 0, 2], 4), ([[0, 1], [3, 0]], 1), (5, 2), ([0, 0], 3)):
+        got = lazyt.nonzero_static(lazyt.tensor(v), size=size, fill_value=-7)
+        ref = torch.nonzero_static(torch.tensor(v), size=size, fill_value=-7)
+        assert got.shape == tuple(ref.shape)
+        np.testing.assert_array_equal(got.numpy(), ref.numpy())
+    assert lazyt.empty_strided((2, 3), (3, 1)).shape == (2, 3)
+    assert lazyt.empty_permuted((2, 3), (1, 0), dtype=lazyt.int32).dtype is lazyt.int32
+    with pytest.raises(InvalidArgumentError):
+        lazyt.empty_permuted((2, 3), (0, 0))
+    x = lazyt.ones(2)
+    assert lazyt.real(x) is x and lazyt.is_signed(x) and lazyt.get_device(x) == -1
+    with pytest.raises(DTypeError):
+        lazyt.imag(x)

@@ -11,6 +11,7 @@ like the forward.
 """
 from __future__ import annotations
 
+import contextvars
 from contextlib import contextmanager
 from typing import Iterator
 
@@ -277,10 +278,21 @@ def inference_mode(mode: bool = True) -> Iterator[None]:
     """torch's `inference_mode`: here `no_grad` when `mode` (lazyt has no separate
     inference tensors)."""
     token = _GRAD_ENABLED.set(not mode and _GRAD_ENABLED.get())
+    inference = _INFERENCE.set(bool(mode))
     try:
         yield
     finally:
+        _INFERENCE.reset(inference)
         _GRAD_ENABLED.reset(token)
+
+
+_INFERENCE: contextvars.ContextVar = contextvars.ContextVar("lazyt_inference_mode",
+                                                              default=False)
+
+
+def is_inference_mode_enabled() -> bool:
+    """True inside `lazyt.inference_mode()`."""
+    return _INFERENCE.get()
 
 
 def is_grad_enabled() -> bool:
