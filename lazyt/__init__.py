@@ -126,6 +126,12 @@ from . import special  # noqa: E402
 
 __all__ += [n for n in _special_all if n not in __all__] + ["special"]
 
+# igamma/igammac, nextafter and Tensor.polygamma (lazyt/special_more.py)
+from .special_more import *  # noqa: E402,F401,F403
+from .special_more import __all__ as _special_more_all  # noqa: E402
+
+__all__ += [n for n in _special_more_all if n not in __all__]
+
 # torch's older top-level linear algebra: svd (U, S, V), cholesky_solve, triangular_solve,
 # lu/lu_unpack/lu_solve, pinverse, nuclear_norm, mvlgamma, ... (lazyt/linalg_forms.py)
 from .linalg_forms import *  # noqa: E402,F401,F403

@@ -39,7 +39,8 @@ INPLACE = (
     "copysign float_power floor_divide heaviside xlogy logical_and logical_or logical_xor "
     "logical_not bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift "
     "bitwise_right_shift eq ne lt le gt ge masked_fill masked_scatter index_add scatter "
-    "scatter_add scatter_reduce index_put erfc gcd lcm i0 ldexp "
+    "scatter_add scatter_reduce index_put erfc gcd lcm i0 ldexp lgamma digamma polygamma "
+    "erfinv mvlgamma igamma igammac nextafter "
 ).split() + list(ALIASES)
 
 

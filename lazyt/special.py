@@ -11,10 +11,12 @@ from .reductions import logsumexp  # noqa: F401
 from .special_fns import (digamma, entr, erfc, erfcx, erfinv, i0, i0e, log_ndtr,  # noqa: F401
                           multigammaln, ndtr, ndtri, polygamma, psi, xlog1py)
 from .special_fns import lgamma as gammaln  # noqa: F401
+from .special_more import igamma as gammainc  # noqa: F401
+from .special_more import igammac as gammaincc  # noqa: F401
 from .functional import sigmoid as expit  # noqa: F401
 from .functional import erf  # noqa: F401
 
 __all__ = ["erf", "erfc", "erfcx", "erfinv", "expit", "logit", "xlogy", "xlog1py", "gammaln",
            "digamma", "psi", "polygamma", "multigammaln", "i0", "i0e", "ndtr", "ndtri",
            "log_ndtr", "sinc", "entr", "expm1", "log1p", "exp2", "logsumexp", "softmax",
-           "log_softmax", "round"]
+           "log_softmax", "round", "gammainc", "gammaincc"]
