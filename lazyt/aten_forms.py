@@ -29,7 +29,8 @@ from . import creation
 from . import dtype as dt
 from . import promotion as _promote
 from .autodiff import is_inference_mode_enabled as _is_inference
-from .errors import DTypeError, IndexOutOfRangeError, InvalidArgumentError, ShapeError
+from .errors import (DTypeError, GradError, IndexOutOfRangeError, InvalidArgumentError,
+                     ShapeError)
 from .functional import cat, floating, split, where
 from .inplace import rebind
 from .moreops import exporter
@@ -909,6 +910,105 @@ for _name, _fn in _EXTRA_METHODS.items():
 for _name, _fn in _EXTRA_PROPERTIES.items():
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, property(_fn))
+
+
+# ---------------------------------------------------------------------- in-place views
+def _view_inplace(name: str, view):
+    def method(self, *args, **kwargs):
+        return rebind(self, view(self, *args, **kwargs), name, reshape=True)
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = f"`{name[:-1]}` in place: the tensor takes the view's shape."
+    return method
+
+
+_VIEW_INPLACE = {
+    "squeeze_": lambda x, dim=None: x.squeeze(dim) if dim is not None else x.squeeze(),
+    "unsqueeze_": lambda x, dim: x.unsqueeze(dim),
+    "t_": lambda x: x.t(),
+    "transpose_": lambda x, dim0, dim1: x.transpose(dim0, dim1),
+    "swapaxes_": lambda x, axis0, axis1: x.transpose(axis0, axis1),
+    "swapdims_": lambda x, dim0, dim1: x.transpose(dim0, dim1),
+}
+for _name, _view in _VIEW_INPLACE.items():
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, _view_inplace(_name, _view))
+
+
+def _strided_index(op: str, numel: int, size, stride, storage_offset: int) -> np.ndarray:
+    """The flat positions a strided view of a contiguous storage of `numel` elements reads."""
+    size, stride = tuple(size), tuple(stride)
+    if len(size) != len(stride):
+        raise ShapeError(f"{op}: size {size} and stride {stride} must have the same length")
+    for v in size + stride + (storage_offset,):
+        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0:
+            raise InvalidArgumentError(f"{op}: sizes, strides and the offset must be "
+                                       f"non-negative ints, got size {size}, stride {stride}, "
+                                       f"offset {storage_offset!r}")
+    idx = np.full(size, int(storage_offset), dtype=np.int64)
+    for d, (n, st) in enumerate(zip(size, stride)):
+        shape = [1] * len(size)
+        shape[d] = n
+        idx = idx + (np.arange(n, dtype=np.int64) * st).reshape(shape)
+    if idx.size and int(idx.max()) >= numel:
+        raise IndexOutOfRangeError(f"{op}: size {size}, stride {stride} and offset "
+                                   f"{storage_offset} reach element {int(idx.max())}, beyond "
+                                   f"the {numel} elements of the tensor")
+    return idx
+
+
+@_export()
+def as_strided(input, size, stride, storage_offset: int = 0) -> Tensor:  # noqa: A002
+    """The view torch's `as_strided` makes of the tensor's elements in row-major order (a
+    lazyt tensor's storage is always that order): a gather, so it is differentiable."""
+    x = _tensor("as_strided", "input", input)
+    idx = _strided_index("as_strided", x.numel(), size, stride, storage_offset)
+    flat = x.reshape(-1)
+    if not idx.size:
+        return flat[:0].reshape(idx.shape)
+    return flat.take(creation.tensor(idx, device=x.device))
+
+
+@_export(method=False)
+def as_strided_scatter(input, src, size, stride, storage_offset: int = 0) -> Tensor:  # noqa
+    """`input` with `src` written where `as_strided(input, size, stride, offset)` reads."""
+    x = _tensor("as_strided_scatter", "input", input)
+    s = _tensor("as_strided_scatter", "src", src)
+    idx = _strided_index("as_strided_scatter", x.numel(), size, stride, storage_offset)
+    if tuple(s.shape) != idx.shape:
+        raise ShapeError(f"as_strided_scatter: src has shape {s.shape}, the view {idx.shape}")
+    flat = x.reshape(-1)
+    pos = creation.tensor(idx.reshape(-1), device=x.device)
+    return flat.scatter(0, pos, s.reshape(-1).to(x.dtype)).reshape(x.shape)
+
+
+def _resize_(self, *sizes) -> Tensor:
+    """torch's `resize_`: the first elements (row-major) in the new shape; new elements are 0
+    (torch leaves them uninitialized). Refused for tensors that require grad, as torch does."""
+    x = _tensor("resize_", "input", self)
+    shape = tuple(sizes[0]) if len(sizes) == 1 and not isinstance(sizes[0], numbers.Integral) \
+        else tuple(sizes)
+    if any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 0 for v in shape):
+        raise ShapeError(f"resize_: sizes must be non-negative ints, got {shape}")
+    if x.requires_grad:
+        raise GradError("resize_: cannot resize a tensor that requires grad (torch refuses "
+                        "it too)")
+    n = int(np.prod(shape, dtype=np.int64))
+    flat = x.reshape(-1)
+    if n <= flat.shape[0]:
+        out = flat[:n]
+    else:
+        out = cat([flat, creation.zeros((n - flat.shape[0],), dtype=x.dtype,
+                                        device=x.device)])
+    return rebind(x, out.reshape(shape), "resize_", reshape=True)
+
+
+if not hasattr(Tensor, "resize_"):
+    Tensor.resize_ = _resize_
+if not hasattr(Tensor, "resize_as_"):
+    Tensor.resize_as_ = lambda self, other: _resize_(self, tuple(other.shape))
+if not hasattr(Tensor, "as_strided_"):
+    Tensor.as_strided_ = lambda self, size, stride, storage_offset=0: rebind(
+        self, as_strided(self, size, stride, storage_offset), "as_strided_", reshape=True)
 
 
 # the matrix views of real tensors: `mH` is `mT`, `H` is `T`

@@ -35,9 +35,10 @@ def _grad_enabled() -> bool:
     return is_grad_enabled()
 
 
-def rebind(t, new, op: str):
-    """Make `t` hold `new` (same shape; cast to `t`'s dtype where torch allows): the core of
-    every in-place op. Returns `t`."""
+def rebind(t, new, op: str, reshape: bool = False):
+    """Make `t` hold `new` (same shape, unless `reshape` (the in-place view ops: `squeeze_`,
+    `t_`, `resize_`, ...); cast to `t`'s dtype where torch allows): the core of every in-place
+    op. Returns `t`."""
     _capture.saw(t)
     backend = t.device.backend
     leaf = backend.leaf_id(t.primitive) is not None
@@ -48,7 +49,7 @@ def rebind(t, new, op: str):
                         "(x = x + ...)")
     if not isinstance(new, DispatchTensor):
         new = F.as_tensor(new, t)
-    if tuple(new.shape) != tuple(t.shape):
+    if tuple(new.shape) != tuple(t.shape) and not reshape:
         raise ShapeError(f"{op}: the result has shape {tuple(new.shape)}, but an in-place op "
                          f"keeps the tensor's shape {tuple(t.shape)}")
     if new.dtype is not t.dtype:
@@ -71,7 +72,7 @@ def rebind(t, new, op: str):
     if owner is not None:                                        # `p.data` writes through
         from .autodiff import no_grad
         with no_grad():
-            rebind(owner, t, op)
+            rebind(owner, t, op, reshape)
     return t
 
 

@@ -414,3 +414,74 @@ def test_settings_queries_and_static_nonzero():
     assert lazyt.real(x) is x and lazyt.is_signed(x) and lazyt.get_device(x) == -1
     with pytest.raises(DTypeError):
         lazyt.imag(x)
+
+
+@pytest.mark.parametrize("name,args", [("squeeze_", ()), ("squeeze_", (1,)), ("unsqueeze_", (0,)),
+                                       ("unsqueeze_", (-1,)), ("transpose_", (0, 2)),
+                                       ("swapaxes_", (0, 1)), ("swapdims_", (1, 2))])
+def test_in_place_views_change_the_shape(name, args):
+    a = RNG.standard_normal((2, 1, 3)).astype(np.float32)
+    x, tx = lazyt.tensor(a), torch.from_numpy(a.copy())
+    assert getattr(x, name)(*args) is x
+    getattr(tx, name)(*args)
+    _close(x, tx)
+
+
+def test_in_place_views_and_autodiff():
+    w = lazyt.ones(2, 3).require_grad()
+    y = w * 2
+    y.t_()
+    assert y.shape == (3, 2)
+    (y * lazyt.tensor([[1.0, 2.0]] * 3)).sum().backward()
+    tw = torch.ones(2, 3, requires_grad=True)
+    ty = tw * 2
+    ty.t_()
+    (ty * torch.tensor([[1.0, 2.0]] * 3)).sum().backward()
+    _close(w.grad, tw.grad)
+    with pytest.raises(lazyt.GradError):
+        w.unsqueeze_(0)
+    m = lazyt.ones(2, 2)
+    m.t_()
+    assert m.shape == (2, 2)
+
+
+@pytest.mark.parametrize("size,stride,offset", [((2, 2), (1, 2), 1), ((3, 3), (1, 1), 0),
+                                                ((2, 3), (3, 1), 0), ((4,), (0,), 2),
+                                                ((0, 2), (1, 1), 0)])
+def test_as_strided_values_and_grads(size, stride, offset):
+    a = RNG.standard_normal(6).astype(np.float32)
+    x, tx = lazyt.tensor(a).require_grad(), torch.from_numpy(a.copy()).requires_grad_()
+    out, ref = x.as_strided(size, stride, offset), tx.as_strided(size, stride, offset)
+    _close(out, ref)
+    w = RNG.standard_normal(size).astype(np.float32)
+    (out * lazyt.tensor(w)).sum().backward()
+    (ref * torch.from_numpy(w)).sum().backward()
+    _close(x.grad, tx.grad)
+    src = RNG.standard_normal(size).astype(np.float32)
+    reads = np.asarray(torch.arange(6).as_strided(size, stride, offset)).ravel()
+    if len(set(reads.tolist())) == reads.size:      # torch refuses overlapping writes
+        _close(lazyt.as_strided_scatter(lazyt.tensor(a), lazyt.tensor(src), size, stride, offset),
+               torch.as_strided_scatter(torch.from_numpy(a), torch.from_numpy(src), size,
+                                        stride, offset))
+
+
+def test_as_strided_errors_and_resize():
+    x = lazyt.arange(6.0)
+    with pytest.raises(IndexOutOfRangeError):
+        x.as_strided((3, 3), (3, 1))
+    with pytest.raises(ShapeError):
+        x.as_strided((2,), (1, 1))
+    with pytest.raises(InvalidArgumentError):
+        x.as_strided((2,), (-1,))
+    r = lazyt.arange(6.0)
+    r.resize_(2, 2)
+    _close(r, torch.arange(6.0).resize_(2, 2))
+    r.resize_((3, 3))
+    assert r.shape == (3, 3) and r.numpy().ravel()[:4].tolist() == [0, 1, 2, 3]
+    r.resize_as_(lazyt.zeros(1, 2))
+    assert r.shape == (1, 2)
+    with pytest.raises(lazyt.GradError):
+        lazyt.ones(2).require_grad().resize_(4)
+    v = lazyt.arange(6.0)
+    v.as_strided_((2, 2), (2, 1), 1)
+    _close(v, torch.arange(6.0).as_strided((2, 2), (2, 1), 1))
