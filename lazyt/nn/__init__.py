@@ -119,3 +119,11 @@ __all__ += ["EmbeddingBag"]
 from .loss import CTCLoss  # noqa: E402
 
 __all__ += ["CTCLoss"]
+
+# adaptive softmax, fractional pooling, synchronized batch norm and the legacy LRN
+from .adaptive import AdaptiveLogSoftmaxWithLoss  # noqa: E402
+from .extras import CrossMapLRN2d, SyncBatchNorm, TripletMarginWithDistanceLoss  # noqa: E402
+from .fractional_pool import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+
+__all__ += ["AdaptiveLogSoftmaxWithLoss", "FractionalMaxPool2d", "FractionalMaxPool3d",
+            "TripletMarginWithDistanceLoss", "SyncBatchNorm", "CrossMapLRN2d"]

@@ -995,3 +995,9 @@ __all__ += ["ctc_loss"]
 from .grid import affine_grid, grid_sample  # noqa: E402
 
 __all__ += ["affine_grid", "grid_sample"]
+
+# ---------------------------------------------------------------------- fractional pooling, distance triplets
+from .extras import triplet_margin_with_distance_loss  # noqa: E402
+from .fractional_pool import fractional_max_pool2d, fractional_max_pool3d  # noqa: E402
+
+__all__ += ["fractional_max_pool2d", "fractional_max_pool3d", "triplet_margin_with_distance_loss"]
