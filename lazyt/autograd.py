@@ -304,3 +304,6 @@ functional = _Functional()
 functional.hessian = _Functional._second_order("hessian")
 functional.hvp = _Functional._second_order("hvp")
 functional.vhp = _Functional._second_order("vhp")
+
+# custom autograd functions (torch.autograd.Function), lazyt/autograd_function.py
+from .autograd_function import Function, FunctionCtx, once_differentiable  # noqa: E402,F401
