@@ -207,3 +207,20 @@ def test_broadcastable_gradient_is_summed_and_once_differentiable():
     (tx * ts).sum().backward()
     _close(x.grad, tx.grad)
     _close(s.grad, ts.grad)
+
+
+def test_checkpoint_calls_run_the_function_with_its_gradients():
+    from lazyt.utils.checkpoint import checkpoint, checkpoint_sequential
+    model = lazyt.nn.Sequential(lazyt.nn.Linear(3, 4), lazyt.nn.Tanh(), lazyt.nn.Linear(4, 1))
+    x = lazyt.randn(5, 3)
+    out = checkpoint(model, x, use_reentrant=False)
+    np.testing.assert_array_equal(out.numpy(), model(x).numpy())
+    checkpoint_sequential(model, 2, x).sum().backward()
+    g = model[0].weight.grad.numpy().copy()
+    model.zero_grad()
+    model(x).sum().backward()
+    np.testing.assert_allclose(g, model[0].weight.grad.numpy(), rtol=1e-6)
+    with pytest.raises(lazyt.InvalidArgumentError):
+        checkpoint(3, x)
+    with pytest.raises(lazyt.InvalidArgumentError):
+        checkpoint_sequential(model, 0, x)
