@@ -82,12 +82,8 @@ __all__ += ["Bilinear", "CircularPad1d", "CircularPad2d", "CircularPad3d", "Cons
             "ReplicationPad1d", "ReplicationPad2d", "ReplicationPad3d", "ZeroPad1d",
             "ZeroPad2d", "ZeroPad3d"]
 
-# gradient clipping and parameter vectors (torch.nn.utils)
+# torch.nn.utils: clipping, parameter vectors, weight/spectral norm, parametrizations, rnn
 from . import utils  # noqa: E402
-from . import rnn_utils as _rnn_utils  # noqa: E402
-
-utils.rnn = _rnn_utils                         # lazyt.nn.utils.rnn, importable by that name
-__import__("sys").modules[__name__ + ".utils.rnn"] = _rnn_utils
 
 __all__ += ["utils"]
 
