@@ -123,3 +123,15 @@ from .fractional_pool import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E
 
 __all__ += ["AdaptiveLogSoftmaxWithLoss", "FractionalMaxPool2d", "FractionalMaxPool3d",
             "TripletMarginWithDistanceLoss", "SyncBatchNorm", "CrossMapLRN2d"]
+
+# lazy modules: the input size comes from the first call (lazyt/nn/lazy.py)
+from .lazy import (LazyBatchNorm1d, LazyBatchNorm2d, LazyBatchNorm3d, LazyConv1d,  # noqa: E402
+                   LazyConv2d, LazyConv3d, LazyConvTranspose1d, LazyConvTranspose2d,
+                   LazyConvTranspose3d, LazyInstanceNorm1d, LazyInstanceNorm2d,
+                   LazyInstanceNorm3d, LazyLinear, LazyModuleMixin)
+from .parameter import UninitializedBuffer, UninitializedParameter  # noqa: E402
+
+__all__ += ["LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
+            "LazyConvTranspose2d", "LazyConvTranspose3d", "LazyBatchNorm1d", "LazyBatchNorm2d",
+            "LazyBatchNorm3d", "LazyInstanceNorm1d", "LazyInstanceNorm2d", "LazyInstanceNorm3d",
+            "LazyModuleMixin", "UninitializedParameter", "UninitializedBuffer"]

@@ -18,7 +18,7 @@ from ..creation import tensor as _tensor
 from ..device import Device, device as _device
 from ..errors import DTypeError, LazytError
 from ..tensor import Tensor
-from .parameter import Parameter
+from .parameter import Parameter, is_lazy
 from .serialization import from_pretrained, save_pretrained
 
 
@@ -337,7 +337,8 @@ class Module:
             keep_vars = args[2] if len(args) > 2 and keep_vars is False else keep_vars
         out = {} if destination is None else destination
         for k, (reg, name, _) in self._state_slots(prefix).items():
-            out[k] = reg[name] if keep_vars else reg[name].detach()
+            # an uninitialized parameter or buffer (a lazy module's) is given as itself, as torch
+            out[k] = reg[name] if keep_vars or is_lazy(reg[name]) else reg[name].detach()
         return out
 
     def _upgrade_state(self, state: dict, prefix: str, version: int | None) -> None:
@@ -352,7 +353,8 @@ class Module:
         (torch's flag) they keep their own dtype and device.
 
         With `strict=True` any missing, unexpected or mis-shaped key raises `StateDictError`
-        listing all of them, and nothing is changed."""
+        listing all of them, and nothing is changed. An uninitialized parameter or buffer (a
+        lazy module's) takes the loaded value's shape, as torch's."""
         state_dict = self._upgraded(state_dict)
         slots = self._state_slots()
         missing = [k for k in slots if k not in state_dict]
@@ -361,6 +363,11 @@ class Module:
         for k, (reg, name, _) in slots.items():
             if k in state_dict:
                 value = state_dict[k]
+                if is_lazy(reg[name]):  # any shape fits an uninitialized one (a lazy module's)
+                    continue
+                if is_lazy(value):
+                    mis_shaped.append((k, "uninitialized", reg[name].shape))
+                    continue
                 shape = value.shape if isinstance(value, Tensor) else tuple(np.shape(value))
                 if shape != reg[name].shape:
                     mis_shaped.append((k, shape, reg[name].shape))
@@ -378,12 +385,14 @@ class Module:
                 continue
             value = state_dict[k]
             cur = reg[name]
+            if is_lazy(value):  # uninitialized into uninitialized: nothing to load
+                continue
             if not isinstance(value, Tensor):
                 value = _tensor(np.asarray(value), device=cur.device)
             value = value.detach() if assign else \
                 value.detach().to(cur.dtype, device=cur.device)
             if is_param:
-                cur._rebind(value)
+                cur._rebind(value)  # an uninitialized one is materialized with value's shape
             else:
                 reg[name] = value
         return LoadResult(missing, unexpected)
