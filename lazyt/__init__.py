@@ -176,6 +176,13 @@ from . import autograd  # noqa: E402
 
 __all__ += ["autograd"]
 
+# torch.func's transforms: vmap, grad, grad_and_value, vjp, jvp, jacrev, jacfwd, linearize,
+# functional_call, stack_module_state (lazyt/func.py); torch.vmap is the same function
+from . import func  # noqa: E402
+from .func import vmap  # noqa: E402
+
+__all__ += ["func", "vmap"]
+
 # torch.range (deprecated, inclusive end): an attribute only, so `from lazyt import *` keeps
 # Python's range
 range = _aten_forms_range  # noqa: A001
