@@ -176,6 +176,11 @@ from . import autograd  # noqa: E402
 
 __all__ += ["autograd"]
 
+# torch.testing's assert_close, gradcheck and check_extension (lazyt/testing.py)
+from . import testing  # noqa: E402
+
+__all__ += ["testing"]
+
 # torch.func's transforms: vmap, grad, grad_and_value, vjp, jvp, jacrev, jacfwd, linearize,
 # functional_call, stack_module_state (lazyt/func.py); torch.vmap is the same function
 from . import func  # noqa: E402

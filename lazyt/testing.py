@@ -1,5 +1,6 @@
-"""Testing helpers: `gradcheck` (analytic gradients against float64 finite differences) and
-`assert_close` (tensors or arrays against a reference)."""
+"""Testing helpers: `gradcheck` (analytic gradients against float64 finite differences),
+`assert_close` (torch.testing's: tensors, arrays, numbers and containers of them against a
+reference) and `check_extension`."""
 from __future__ import annotations
 
 from typing import Any, Callable, Sequence
@@ -10,7 +11,7 @@ from .device import device as _make_device
 from .autodiff import no_grad
 from .creation import tensor as _tensor
 from .dispatch import Dispatch, DispatchTensor
-from .errors import DeviceError
+from .errors import DeviceError, InvalidArgumentError
 from .extension import checking_meta, op_of
 from .tensor import Tensor
 
@@ -29,27 +30,79 @@ def _to_numpy(x) -> np.ndarray:
     return x.numpy() if isinstance(x, Tensor) else np.asarray(x)
 
 
-def assert_close(actual, expected, *, atol: float | None = None, rtol: float | None = None,
-                 msg: str = "") -> None:
-    """Values, shape (and for two tensors, dtype) of `actual` equal `expected` within tolerances
-    (`|a - e| <= atol + rtol * |e|`, NaNs equal). Tensors or array-likes on either side; the
-    default tolerances follow the dtype of `actual`."""
-    if isinstance(actual, Tensor) and isinstance(expected, Tensor) \
-            and actual.dtype != expected.dtype:
-        raise AssertionError(f"assert_close: dtype {actual.dtype.name} != {expected.dtype.name}"
-                             + (f" ({msg})" if msg else ""))
+#: torch.testing's default (rtol, atol) per dtype; integers and bools compare exactly.
+_TOLERANCES = {np.dtype(np.float16): (1e-3, 1e-5), np.dtype(np.float32): (1.3e-6, 1e-5),
+               np.dtype(np.float64): (1e-7, 1e-7)}
+
+
+def assert_close(actual, expected, *, allow_subclasses: bool = True, rtol: float | None = None,
+                 atol: float | None = None, equal_nan: bool = False, check_device: bool = True,
+                 check_dtype: bool = True, check_layout: bool = True,
+                 check_stride: bool = False, msg=None) -> None:
+    """torch.testing.assert_close: `actual` equals `expected` within `|a - e| <= atol + rtol *
+    |e|` (torch's default tolerances for the dtype; exact for integers and bools). Tensors,
+    arrays, numbers, and sequences or mappings of them compared item by item; with
+    `check_dtype`/`check_device`, two tensors must also share dtype and device. NaNs are equal
+    only with `equal_nan=True`. `msg` (a string or a function of the default message) replaces
+    the message."""
+    if (rtol is None) != (atol is None):
+        raise InvalidArgumentError("assert_close: give both rtol and atol, or neither")
+    _compare(actual, expected, "", dict(rtol=rtol, atol=atol, equal_nan=equal_nan,
+                                         check_device=check_device, check_dtype=check_dtype,
+                                         msg=msg))
+
+
+def _fail(where: str, text: str, opts: dict) -> None:
+    text = f"assert_close{' at ' + where if where else ''}: {text}"
+    msg = opts["msg"]
+    raise AssertionError(msg(text) if callable(msg) else msg if msg else text)
+
+
+def _compare(actual, expected, where: str, opts: dict) -> None:
+    if isinstance(expected, dict) or isinstance(actual, dict):
+        if not (isinstance(actual, dict) and isinstance(expected, dict)):
+            _fail(where, f"a {type(actual).__name__} against a {type(expected).__name__}", opts)
+        if set(actual) != set(expected):
+            _fail(where, f"keys {sorted(map(str, actual))} != {sorted(map(str, expected))}",
+                  opts)
+        for k in expected:
+            _compare(actual[k], expected[k], f"{where}[{k!r}]", opts)
+        return
+    if isinstance(expected, (list, tuple)) and not isinstance(actual, (Tensor, np.ndarray)) \
+            and isinstance(actual, (list, tuple)) \
+            and any(isinstance(v, (Tensor, list, tuple, dict)) for v in (*actual, *expected)):
+        if len(actual) != len(expected):
+            _fail(where, f"length {len(actual)} != {len(expected)}", opts)
+        for i, (a, e) in enumerate(zip(actual, expected)):
+            _compare(a, e, f"{where}[{i}]", opts)
+        return
+    if isinstance(actual, Tensor) and isinstance(expected, Tensor):
+        if opts["check_dtype"] and actual.dtype != expected.dtype:
+            _fail(where, f"dtype {actual.dtype.name} != {expected.dtype.name}", opts)
+        if opts["check_device"] and actual.device.type != expected.device.type:
+            _fail(where, f"device {actual.device} != {expected.device}", opts)
     a, e = _to_numpy(actual), _to_numpy(expected)
     if a.shape != e.shape:
-        raise AssertionError(f"assert_close: shape {a.shape} != expected {e.shape}"
-                             + (f" ({msg})" if msg else ""))
-    if a.dtype.kind in "biu" and e.dtype.kind in "biu" and atol is None and rtol is None:
-        np.testing.assert_array_equal(a, e, err_msg=msg)
-        return
-    default = {np.dtype(np.float16): (1e-3, 1e-3), np.dtype(np.float32): (1e-6, 1e-5)}
-    d_atol, d_rtol = default.get(a.dtype, (1e-10, 1e-7))
-    np.testing.assert_allclose(a.astype(np.float64), e.astype(np.float64), equal_nan=True,
-                               atol=d_atol if atol is None else atol,
-                               rtol=d_rtol if rtol is None else rtol, err_msg=msg)
+        _fail(where, f"shape {a.shape} != expected {e.shape}", opts)
+    rtol, atol = opts["rtol"], opts["atol"]
+    if rtol is None:
+        if a.dtype.kind in "biu" and e.dtype.kind in "biu":
+            rtol = atol = 0.0
+        else:
+            narrow = a.dtype if a.dtype in _TOLERANCES else e.dtype
+            rtol, atol = _TOLERANCES.get(narrow, _TOLERANCES[np.dtype(np.float64)])
+    af, ef = a.astype(np.float64), e.astype(np.float64)
+    with np.errstate(invalid="ignore"):
+        bad = ~(np.abs(af - ef) <= atol + rtol * np.abs(ef))
+        bad &= ~(af == ef)                                              # equal infinities
+        if opts["equal_nan"]:
+            bad &= ~(np.isnan(af) & np.isnan(ef))
+    if bad.any():
+        idx = tuple(int(i) for i in np.argwhere(bad)[0]) if bad.ndim else ()
+        diff = np.abs(af - ef)
+        _fail(where, f"{int(bad.sum())} of {bad.size} elements differ (greatest absolute "
+                     f"difference {np.nanmax(np.where(bad, diff, np.nan)):.3g}; first at "
+                     f"{idx}: {af[idx]!r} vs {ef[idx]!r}; rtol {rtol}, atol {atol})", opts)
 
 
 def _host_tensor(arr: np.ndarray, device):
@@ -189,6 +242,8 @@ def check_extension(op, sample_inputs: Sequence[Any], reference: Callable | None
 
     ext = op_of(op)
     entry = getattr(Dispatch, ext.name)
+    tol = {} if atol is None and rtol is None else \
+        {"atol": atol if atol is not None else 0.0, "rtol": rtol if rtol is not None else 0.0}
 
     def call(tensors):
         args = [t.into_dispatch() if isinstance(t, Tensor) else t for t in tensors]
@@ -242,7 +297,8 @@ def check_extension(op, sample_inputs: Sequence[Any], reference: Callable | None
             if len(got) != len(want):
                 raise AssertionError(f"{len(got)} tensor outputs, reference has {len(want)}")
             for i, (g, w) in enumerate(zip(got, want)):
-                assert_close(g, w, atol=atol, rtol=rtol, msg=f"output {i}")
+                assert_close(g, w, **tol, equal_nan=True,
+                             msg=lambda m, i=i: f"{m} (output {i})")
 
         def gradients():
             if not grad:
@@ -260,8 +316,8 @@ def check_extension(op, sample_inputs: Sequence[Any], reference: Callable | None
             a = tensors_only(call(make(dev, dtype)))
             b = tensors_only(call(make(eager, dtype)))
             for i, (x, y) in enumerate(zip(a, b)):
-                assert_close(x.numpy(), y.numpy(), atol=atol, rtol=rtol,
-                             msg=f"output {i}, fused vs fusion=False")
+                assert_close(x.numpy(), y.numpy(), **tol, equal_nan=True,
+                             msg=lambda m, i=i: f"{m} (output {i}, fused vs fusion=False)")
 
         record("metadata", metadata)
         record("values", values)
