@@ -40,7 +40,7 @@ INPLACE = (
     "logical_not bitwise_and bitwise_or bitwise_xor bitwise_not bitwise_left_shift "
     "bitwise_right_shift eq ne lt le gt ge masked_fill masked_scatter index_add scatter "
     "scatter_add scatter_reduce index_put erfc gcd lcm i0 ldexp lgamma digamma polygamma "
-    "erfinv mvlgamma igamma igammac nextafter "
+    "erfinv mvlgamma igamma igammac nextafter addmm baddbmm remainder "
 ).split() + list(ALIASES)
 
 

@@ -797,17 +797,6 @@ def get_device(input) -> int:  # noqa: A002 - torch's name
 
 
 # ---------------------------------------------------------------------- Tensor odds and ends
-def _inplace_of(name: str):
-    def method(self, *args, **kwargs):
-        return rebind(self, getattr(self, name)(*args, **kwargs), name + "_")
-    method.__name__ = method.__qualname__ = name + "_"
-    method.__doc__ = f"`{name}` in place."
-    return method
-
-
-for _name in ("addmm", "baddbmm", "remainder"):
-    if not hasattr(Tensor, _name + "_"):
-        setattr(Tensor, _name + "_", _inplace_of(_name))
 for _name in ("hardshrink", "prelu"):
     if not hasattr(Tensor, _name):
         setattr(Tensor, _name, getattr(F, _name))

@@ -174,19 +174,7 @@ class SyncBatchNorm(_BatchNorm):
         if x.shape[1] == 0:
             raise ShapeError(f"{name}: number of input channels should be non-zero, got input "
                              f"of shape {x.shape}")
-        if x.shape[1] != self.num_features:
-            raise ShapeError(f"{name}: expected {self.num_features} channels in dim 1, got "
-                             f"input of shape {x.shape}")
-        momentum = 0.0 if self.momentum is None else self.momentum
-        if self.training and self.track_running_stats:
-            with no_grad():
-                self.num_batches_tracked.add_(1)
-            if self.momentum is None:  # the cumulative average over the batches seen
-                momentum = 1.0 / float(self.num_batches_tracked.item())
-        use_batch = self.training or self.running_mean is None
-        track = not self.training or self.track_running_stats
-        running_mean = self.running_mean if track else None
-        running_var = self.running_var if track else None
+        momentum, use_batch, running_mean, running_var = self._step_statistics(name, x)
         if self.training and _world_size() > 1:
             if not x.dtype.is_float:
                 raise DTypeError(f"{name}: expected a floating-point input, got "

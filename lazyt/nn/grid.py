@@ -23,6 +23,7 @@ from ..errors import DeviceError, DTypeError, InvalidArgumentError, ShapeError
 from ..creation import zeros_like
 from ..functional import as_tensor, stack, where
 from ..tensor import Tensor
+from .conv import float_input as _float_tensor
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -45,15 +46,6 @@ def _align(fn: str, align_corners) -> bool:
         raise DTypeError(f"{fn}: align_corners must be a bool or None, got "
                          f"{type(align_corners).__name__}")
     return bool(align_corners)
-
-
-def _float_tensor(fn: str, name: str, x) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise DTypeError(f"{fn}: {name} must be a lazyt.Tensor, got {type(x).__name__}")
-    if not x.dtype.is_float:
-        raise DTypeError(f"{fn}: {name} must be a floating-point tensor, got {x.dtype.name} "
-                         f"of shape {x.shape}")
-    return x
 
 
 def _check_sample_args(input: Tensor, grid: Tensor, mode, padding_mode) -> None:  # noqa: A002

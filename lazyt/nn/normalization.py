@@ -323,6 +323,14 @@ class _BatchNorm(Module):
             got = f"{x.ndim}D" if isinstance(x, Tensor) else type(x).__name__
             raise ShapeError(f"{name}: expected {' or '.join(f'{d}D' for d in self._dims)} "
                              f"input, got {got} input")
+        momentum, use_batch, running_mean, running_var = self._step_statistics(name, x)
+        return batch_norm(x, running_mean, running_var, self.weight, self.bias, use_batch,
+                          momentum, self.eps)
+
+    def _step_statistics(self, name: str, x: Tensor) -> tuple:
+        """Check the channels, count the batch and give (momentum, whether to normalize by the
+        batch's statistics, the running mean and variance to use or update), as torch's
+        `_BatchNorm.forward` decides them."""
         if x.shape[1] != self.num_features:
             raise ShapeError(f"{name}: expected {self.num_features} channels in dim 1, got "
                              f"input of shape {x.shape}")
@@ -334,9 +342,8 @@ class _BatchNorm(Module):
                 momentum = 1.0 / float(self.num_batches_tracked.item())
         use_batch = self.training or self.running_mean is None
         track = not self.training or self.track_running_stats
-        return batch_norm(x, self.running_mean if track else None,
-                          self.running_var if track else None, self.weight, self.bias,
-                          use_batch, momentum, self.eps)
+        return (momentum, use_batch, self.running_mean if track else None,
+                self.running_var if track else None)
 
     def _upgrade_state(self, state: dict, prefix: str, version: int | None) -> None:
         """A checkpoint from before torch added `num_batches_tracked` (no `_metadata`
