@@ -40,6 +40,11 @@ class DivisionByZeroError(LazytError, ZeroDivisionError, RuntimeError):
     """Integer `//` or `%` by a zero number (torch raises "ZeroDivisionError" on the cpu)."""
 
 
+class LinAlgError(LazytError, RuntimeError):
+    """A linear-algebra `_ex` function with `check_errors=True` met a singular or not positive
+    definite matrix (torch.linalg.LinAlgError)."""
+
+
 class UnsafeLoadError(LazytError, pickle.UnpicklingError):
     """`lazyt.load(weights_only=True)` met a global other than tensors and plain containers."""
 

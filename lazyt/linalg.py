@@ -29,7 +29,7 @@ from . import dtype as dt
 from .creation import arange
 from .creation import tensor as _tensor
 from .dispatch import common_device
-from .errors import InvalidArgumentError, ShapeError
+from .errors import InvalidArgumentError, LinAlgError, ShapeError
 from .functional import cat, floating, where
 from .functional import matmul as _matmul
 from .layout import movedim
@@ -943,7 +943,7 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa:
     low = cholesky(A, upper=upper)
     info = _info(~(low.diagonal(0, -2, -1) > 0))
     if check_errors and bool((info != 0).any().item()):
-        raise InvalidArgumentError("cholesky_ex: a matrix is not positive definite "
+        raise LinAlgError("cholesky_ex: a matrix is not positive definite "
                                    f"(info {info.numpy().tolist()})")
     return _CholeskyExResult(low, info)
 
@@ -952,7 +952,7 @@ def _singular_info(op: str, a: Tensor, check_errors: bool) -> Tensor:
     u = lu_factor(a).LU.diagonal(0, -2, -1)
     info = _info(u == 0)
     if check_errors and bool((info != 0).any().item()):
-        raise InvalidArgumentError(f"{op}: a matrix is singular (info {info.numpy().tolist()})")
+        raise LinAlgError(f"{op}: a matrix is singular (info {info.numpy().tolist()})")
     return info
 
 
@@ -975,7 +975,7 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):  # noqa:
     k = min(packed.shape[-2], packed.shape[-1])
     info = _info(packed.diagonal(0, -2, -1)[..., :k] == 0)
     if check_errors and bool((info != 0).any().item()):
-        raise InvalidArgumentError(f"lu_factor_ex: a matrix is singular (info "
+        raise LinAlgError(f"lu_factor_ex: a matrix is singular (info "
                                    f"{info.numpy().tolist()})")
     return _LUFactorExResult(packed, pivots, info)
 
@@ -983,3 +983,211 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):  # noqa:
 TOP_LEVEL["matrix_exp"] = matrix_exp
 if not hasattr(Tensor, "matrix_exp"):
     Tensor.matrix_exp = matrix_exp
+
+
+# ---------------------------------------------------------------------- Householder, least squares
+_GeqrfResult = namedtuple("geqrf", "a tau")
+_LstsqResult = namedtuple("lstsq", "solution residuals rank singular_values")
+
+
+def _reflector(a: Tensor, j: int, rows: Tensor) -> Tensor:
+    """Column j's Householder vector [..., m, 1] as geqrf packs it: 1 at row j, the stored
+    entries below, 0 above."""
+    return where(rows == j, 1.0, where(rows > j, a[..., :, j:j + 1], 0.0))
+
+
+def geqrf(input) -> tuple:  # noqa: A002 - torch's name
+    """LAPACK's geqrf of each matrix [..., m, n]: R on and above the diagonal, the Householder
+    vectors (their unit first entries implied) below it, and the scales tau [..., min(m, n)],
+    so that A = H_0 ... H_{k-1} R with H_i = I - tau_i v_i v_i^T (torch.geqrf)."""
+    a = floating(_matrices("geqrf", input))
+    m, n = a.shape[-2], a.shape[-1]
+    k = min(m, n)
+    rows = arange(m, device=a.device).reshape(m, 1)
+    r, vs, taus = a, [], []
+    for j in range(k):
+        col = r[..., :, j:j + 1]
+        alpha = col[..., j:j + 1, :]
+        below = where(rows > j, col, 0.0)
+        xnorm = (below * below).sum(-2, keepdim=True).sqrt()
+        keep = xnorm == 0                                 # nothing to reflect: tau = 0
+        norm = (alpha * alpha + xnorm * xnorm).sqrt()
+        beta = where(alpha >= 0, -norm, norm)
+        tau = where(keep, 0.0, (beta - alpha) / where(keep, 1.0, beta))
+        v = where(rows == j, 1.0, where(rows > j, col / where(keep, 1.0, alpha - beta), 0.0))
+        r = r - tau * v * _matmul(v.transpose(-2, -1), r)
+        vs.append(v)
+        taus.append(tau.reshape(*tau.shape[:-2], 1))
+    if not k:
+        return _GeqrfResult(a, a.new_zeros((*a.shape[:-2], 0)))
+    cols = arange(n, device=a.device)
+    reflectors = cat(vs, -1)
+    if k < n:
+        reflectors = cat([reflectors, a.new_zeros((*a.shape[:-2], m, n - k))], -1)
+    return _GeqrfResult(where(rows > cols, reflectors, r), cat(taus, -1))
+
+
+def _reflectors_args(op: str, A, tau) -> tuple:  # noqa: N803 - torch's name
+    a = floating(_matrices(op, A))
+    t = tensor_arg(op, tau).to(a.dtype)
+    k = t.shape[-1] if t.ndim else 0
+    if t.ndim < 1 or tuple(t.shape[:-1]) != tuple(a.shape[:-2]) or k > a.shape[-1]:
+        raise ShapeError(f"{op}: tau of shape {tuple(t.shape)} does not fit A of shape "
+                         f"{tuple(a.shape)} (expected [..., k] with k <= {a.shape[-1]})")
+    return a, t, k
+
+
+@_export(method=False)
+def householder_product(A, tau) -> Tensor:  # noqa: N803 - torch's name
+    """The first n columns of H_0 ... H_{k-1} for the reflectors stored below the diagonal of
+    `A` [..., m, n] (m >= n) and their scales `tau` [..., k] (torch's `orgqr`)."""
+    a, t, k = _reflectors_args("householder_product", A, tau)
+    m, n = a.shape[-2], a.shape[-1]
+    if m < n:
+        raise ShapeError(f"householder_product: A must have at least as many rows as columns, "
+                         f"got {tuple(a.shape)}")
+    rows = arange(m, device=a.device).reshape(m, 1)
+    q = (rows == arange(n, device=a.device)).to(a.dtype).expand(*a.shape[:-2], m, n)
+    for i in range(k - 1, -1, -1):                       # H_0 (H_1 (... (H_{k-1} I)))
+        v = _reflector(a, i, rows)
+        q = q - t[..., i:i + 1].unsqueeze(-1) * v * _matmul(v.transpose(-2, -1), q)
+    return q
+
+
+def ormqr(input, tau, other, left: bool = True, transpose: bool = False) -> Tensor:  # noqa
+    """`other` multiplied by the Q (m x m) of geqrf's reflectors: Q C, Q^T C, C Q or C Q^T."""
+    a, t, k = _reflectors_args("ormqr", input, tau)
+    c = tensor_arg("ormqr", other).to(a.dtype)
+    m = a.shape[-2]
+    if c.ndim < 2 or (c.shape[-2] if left else c.shape[-1]) != m:
+        raise ShapeError(f"ormqr: other of shape {tuple(c.shape)} does not fit Q of size {m} "
+                         f"(left={left})")
+    rows = arange(m, device=a.device).reshape(m, 1)
+    # Q = H_0 ... H_{k-1}; each H_i is symmetric, so Q^T = H_{k-1} ... H_0
+    order = range(k - 1, -1, -1) if left != transpose else range(k)
+    for i in order:
+        v = _reflector(a, i, rows)
+        scale = t[..., i:i + 1].unsqueeze(-1)
+        if left:
+            c = c - scale * v * _matmul(v.transpose(-2, -1), c)
+        else:
+            c = c - scale * _matmul(c, v) * v.transpose(-2, -1)
+    return c
+
+
+_LSTSQ_DRIVERS = (None, "gels", "gelsy", "gelsd", "gelss")
+
+
+@_export(method=False)
+def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803 - torch's names
+    """The least-squares solution X of A X ~ B ([..., m, n] and [..., m, k], batches
+    broadcast), with torch's result fields: `gels` (the default's QR, for full-rank A) gives no
+    rank; the others (`gelsy` by default, `gelsd`, `gelss`) solve through the pseudo-inverse
+    with singular values below `rcond` (default eps * max(m, n)) times the largest cut, and
+    give the rank; `gelsd`/`gelss` also the singular values. `residuals` (squared, per column)
+    come when m > n, the driver is not `gelsy`, and every matrix has full rank."""
+    if driver not in _LSTSQ_DRIVERS:
+        raise InvalidArgumentError(f"lstsq: driver must be one of 'gels', 'gelsy', 'gelsd', "
+                                   f"'gelss' or None, got {driver!r}")
+    a = floating(_matrices("lstsq", A))
+    b = tensor_arg("lstsq", B)
+    common_device("lstsq", (a, b))
+    if b.ndim < 2 or b.shape[-2] != a.shape[-2]:
+        raise ShapeError(f"lstsq: B must be [..., {a.shape[-2]}, k] for A of shape "
+                         f"{tuple(a.shape)}, got {tuple(b.shape)}")
+    b = b.to(a.dtype)
+    m, n = a.shape[-2], a.shape[-1]
+    batch = _broadcast(a.shape[:-2], b.shape[:-2], "lstsq")
+    a = a.expand(*batch, m, n)
+    b = b.expand(*batch, m, b.shape[-1])
+    name = driver or "gelsy"
+    eps = float(np.finfo(a.dtype.np).eps)
+    tol = eps * max(m, n) if rcond is None or rcond < 0 else float(rcond)
+    empty = a.new_zeros((0,))
+    if name == "gels":
+        if m >= n:
+            q, r = qr(a)
+            x = solve_triangular(r, _matmul(q.transpose(-2, -1), b), upper=True)
+        else:
+            q, r = qr(a.transpose(-2, -1))
+            y = solve_triangular(r.transpose(-2, -1), b, upper=False)
+            x = _matmul(q, y)
+        rank = _tensor(np.zeros(0, dtype=np.int64), device=a.device)
+        s = empty
+        full = True
+    else:
+        x = _matmul(pinv(a, rtol=tol), b)
+        s = svdvals(a)
+        largest = s[..., :1] if s.shape[-1] else s.sum(-1, keepdim=True)
+        rank = (s > largest * tol).sum(-1)
+        full = bool((rank == min(m, n)).all().item()) if m > n else False
+        if name == "gelsy":
+            s = empty
+    residuals = empty
+    if m > n and name != "gelsy" and full:
+        residuals = (_matmul(a, x) - b).square().sum(-2)
+    return _LstsqResult(x, residuals, rank, s)
+
+
+@_export(method=False)
+def vander(x, *, N=None) -> Tensor:  # noqa: N803 - torch's name
+    """The Vandermonde matrix of `x` [..., n]: columns x^0, x^1, ..., x^(N-1) (N = n by
+    default), increasing powers as torch's (numpy's `vander` decreases)."""
+    t = tensor_arg("vander", x)
+    if t.ndim < 1:
+        raise ShapeError("vander: x must have at least one dim")
+    cols = t.shape[-1] if N is None else N
+    if isinstance(cols, bool) or not isinstance(cols, numbers.Integral) or cols <= 1:
+        raise InvalidArgumentError(f"vander: N must be an int greater than 1 (torch's rule), "
+                                   f"got {cols!r}")
+    powers = [t.unsqueeze(-1) ** 0, t.unsqueeze(-1)]
+    for _ in range(cols - 2):
+        powers.append(powers[-1] * t.unsqueeze(-1))
+    return cat(powers, -1)
+
+
+def _split_dims(op: str, shape: tuple, ind: int) -> tuple:
+    if isinstance(ind, bool) or not isinstance(ind, numbers.Integral) or not 0 < ind < len(shape):
+        raise InvalidArgumentError(f"{op}: ind must be an int in [1, {len(shape) - 1}], got "
+                                   f"{ind!r}")
+    return shape[:ind], shape[ind:]
+
+
+@_export(method=False)
+def tensorinv(A, ind: int = 2) -> Tensor:  # noqa: N803 - torch's name
+    """The inverse of `A` read as a matrix of its first `ind` dims by the rest (whose sizes'
+    products must be equal): shape A.shape[ind:] + A.shape[:ind]."""
+    a = tensor_arg("tensorinv", A)
+    left, right = _split_dims("tensorinv", tuple(a.shape), ind)
+    rows, cols = math.prod(left), math.prod(right)
+    if rows != cols:
+        raise ShapeError(f"tensorinv: the first {ind} dims {left} and the rest {right} must "
+                         f"hold as many elements as each other")
+    return inv(a.reshape(rows, cols)).reshape(*right, *left)
+
+
+@_export(method=False)
+def tensorsolve(A, B, dims=None) -> Tensor:  # noqa: N803 - torch's names
+    """X with tensordot(A, X, X.ndim) = B: X has shape A.shape[B.ndim:] (after moving `dims`
+    of A to the end)."""
+    a = tensor_arg("tensorsolve", A)
+    b = tensor_arg("tensorsolve", B)
+    if dims is not None:
+        dims = [d % a.ndim for d in dims]
+        a = a.permute(*[d for d in range(a.ndim) if d not in dims], *dims)
+    if tuple(a.shape[:b.ndim]) != tuple(b.shape):
+        raise ShapeError(f"tensorsolve: A's leading dims {tuple(a.shape[:b.ndim])} must equal "
+                         f"B's shape {tuple(b.shape)}")
+    out_shape = tuple(a.shape[b.ndim:])
+    rows, cols = math.prod(b.shape), math.prod(out_shape)
+    if rows != cols:
+        raise ShapeError(f"tensorsolve: B's {rows} elements and the solution's {cols} must match "
+                         "(A must be square as a matrix)")
+    return solve(a.reshape(rows, cols), b.reshape(rows, 1)).reshape(out_shape)
+
+
+__all__.append("LinAlgError")                          # torch.linalg.LinAlgError
+TOP_LEVEL.update(geqrf=geqrf, orgqr=householder_product, ormqr=ormqr)
+for _name in ("geqrf", "orgqr", "ormqr"):
+    if not hasattr(Tensor, _name):
+        setattr(Tensor, _name, TOP_LEVEL[_name])

@@ -161,7 +161,7 @@ def test_ex_forms_report_info():
     got, ref = lazyt.linalg.cholesky_ex(lg), torch.linalg.cholesky_ex(tg)
     np.testing.assert_array_equal(got.info.numpy(), ref.info.numpy())
     _close(got.L[0], ref.L[0])
-    with pytest.raises(InvalidArgumentError):
+    with pytest.raises(lazyt.linalg.LinAlgError):
         lazyt.linalg.cholesky_ex(lg, check_errors=True)
     sing = np.array([[[1.0, 2.0], [2.0, 4.0]], [[2.0, 0.0], [0.0, 3.0]]])
     ls, ts = _both(sing)
@@ -173,8 +173,10 @@ def test_ex_forms_report_info():
            .result)
     got, ref = lazyt.linalg.lu_factor_ex(ls), torch.linalg.lu_factor_ex(ts)
     np.testing.assert_array_equal(got.info.numpy(), ref.info.numpy())
-    with pytest.raises(InvalidArgumentError):
+    with pytest.raises(lazyt.linalg.LinAlgError):
         lazyt.linalg.inv_ex(ls, check_errors=True)
+    with pytest.raises(torch.linalg.LinAlgError):
+        torch.linalg.inv_ex(ts, check_errors=True)
 
 
 def test_norms_pinverse_and_mvlgamma():
@@ -193,3 +195,77 @@ def test_norms_pinverse_and_mvlgamma():
     lx, tx = _both(x)
     _close(lazyt.mvlgamma(lx, 2), torch.mvlgamma(tx, 2))
     _close(lx.mvlgamma(3), tx.mvlgamma(3))
+
+
+@pytest.mark.parametrize("driver", [None, "gels", "gelsy", "gelsd", "gelss"])
+@pytest.mark.parametrize("shape", [((5, 3), (5, 2)), ((2, 6, 4), (2, 6, 3)), ((3, 5), (3, 2))])
+def test_lstsq_matches_torch(driver, shape):
+    a, b = RNG.standard_normal(shape[0]), RNG.standard_normal(shape[1])
+    (la, ta), (lb, tb) = _both(a), _both(b)
+    got = lazyt.linalg.lstsq(la, lb, driver=driver)
+    ref = torch.linalg.lstsq(ta, tb, driver=driver)
+    _close(got.solution, ref.solution, 1e-8)
+    for field in ("residuals", "rank", "singular_values"):
+        g, r = getattr(got, field), getattr(ref, field)
+        assert tuple(g.shape) == tuple(r.shape), field
+        np.testing.assert_allclose(g.numpy(), r.numpy(), rtol=1e-8, atol=1e-8)
+
+
+def test_lstsq_rank_deficient_and_errors():
+    a = RNG.standard_normal((6, 2)) @ RNG.standard_normal((2, 4))         # rank 2
+    b = RNG.standard_normal((6, 1))
+    (la, ta), (lb, tb) = _both(a), _both(b)
+    got, ref = lazyt.linalg.lstsq(la, lb, driver="gelsd"), torch.linalg.lstsq(ta, tb,
+                                                                             driver="gelsd")
+    assert int(got.rank.item()) == int(ref.rank) == 2
+    _close(got.solution, ref.solution, 1e-7)
+    assert got.residuals.shape == (0,)
+    with pytest.raises(InvalidArgumentError):
+        lazyt.linalg.lstsq(la, lb, driver="gelsq")
+    with pytest.raises(ShapeError):
+        lazyt.linalg.lstsq(la, lazyt.ones(5, 1, dtype=lazyt.float64))
+
+
+def test_householder_family_matches_torch():
+    for shape in ((5, 3), (3, 5), (2, 4, 4)):
+        a = RNG.standard_normal(shape)
+        la, ta = _both(a)
+        got, ref = lazyt.geqrf(la), torch.geqrf(ta)
+        _close(got.a, ref.a)
+        _close(got.tau, ref.tau)
+        if shape[-2] >= shape[-1]:
+            _close(lazyt.linalg.householder_product(*got), torch.linalg.householder_product(*ref))
+            _close(la.orgqr(got.tau) if False else lazyt.orgqr(*got), torch.orgqr(*ref))
+        m = shape[-2]
+        for left, transpose in ((True, False), (True, True), (False, False), (False, True)):
+            c = RNG.standard_normal(shape[:-2] + ((m, 2) if left else (2, m)))
+            lc, tc = _both(c)
+            _close(lazyt.ormqr(got.a, got.tau, lc, left, transpose),
+                   torch.ormqr(ref.a, ref.tau, tc, left, transpose))
+    with pytest.raises(ShapeError):
+        lazyt.linalg.householder_product(lazyt.ones(2, 3), lazyt.ones(2))
+
+
+def test_vander_tensorinv_tensorsolve():
+    x = RNG.standard_normal((2, 3))
+    lx, tx = _both(x)
+    for n in (None, 2, 5):
+        _close(lazyt.linalg.vander(lx, N=n), torch.linalg.vander(tx, N=n))
+    for n in (0, 1):
+        with pytest.raises(RuntimeError):
+            torch.linalg.vander(tx, N=n)
+        with pytest.raises(InvalidArgumentError):
+            lazyt.linalg.vander(lx, N=n)
+    a = RNG.standard_normal((4, 6, 8, 3))
+    la, ta = _both(a)
+    _close(lazyt.linalg.tensorinv(la, ind=2), torch.linalg.tensorinv(ta, ind=2), 1e-8)
+    with pytest.raises(ShapeError):
+        lazyt.linalg.tensorinv(la, ind=1)
+    a = RNG.standard_normal((2, 3, 6))
+    b = RNG.standard_normal((2, 3))
+    (la, ta), (lb, tb) = _both(a), _both(b)
+    _close(lazyt.linalg.tensorsolve(la, lb), torch.linalg.tensorsolve(ta, tb), 1e-8)
+    a = RNG.standard_normal((6, 2, 3))
+    la, ta = _both(a)
+    _close(lazyt.linalg.tensorsolve(la, lb, dims=(0,)), torch.linalg.tensorsolve(ta, tb,
+                                                                                 dims=(0,)), 1e-8)

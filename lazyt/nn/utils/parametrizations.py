@@ -10,7 +10,7 @@ from ...autodiff import no_grad
 from ...creation import arange, eye, randn, zeros
 from ...errors import IndexOutOfRangeError, InvalidArgumentError, MissingImplError, ShapeError
 from ...functional import cat, where
-from ...linalg import matrix_exp, qr, solve
+from ...linalg import geqrf, householder_product, matrix_exp, qr, solve
 from ...mathops import allclose
 from ...reductions import normalize
 from ...tensor import Tensor
@@ -31,42 +31,6 @@ def _parametrized_tensor(fn: str, module: Module, name: str) -> Tensor:
 
 
 # ---------------------------------------------------------------------- orthogonal
-def _geqrf(a: Tensor) -> tuple:
-    """LAPACK's geqrf of each matrix [..., m, n] (m >= n): R on and above the diagonal, the
-    Householder vectors (unit first entry implied) below it, and their scales tau [..., n]."""
-    m, n = a.shape[-2], a.shape[-1]
-    rows = arange(m, device=a.device).reshape(m, 1)
-    r, vs, taus = a, [], []
-    for j in range(n):
-        col = r[..., :, j:j + 1]
-        alpha = col[..., j:j + 1, :]
-        below = where(rows > j, col, 0.0)
-        xnorm = (below * below).sum(-2, keepdim=True).sqrt()
-        keep = xnorm == 0                                 # nothing to reflect: tau = 0
-        norm = (alpha * alpha + xnorm * xnorm).sqrt()
-        beta = where(alpha >= 0, -norm, norm)
-        tau = where(keep, 0.0, (beta - alpha) / where(keep, 1.0, beta))
-        v = where(rows == j, 1.0, where(rows > j, col / where(keep, 1.0, alpha - beta), 0.0))
-        r = r - tau * v * (v.mT @ r)
-        vs.append(v)
-        taus.append(tau.reshape(*tau.shape[:-2], 1))
-    reflectors = cat(vs, -1)
-    packed = where(rows > arange(n, device=a.device), reflectors, r)
-    return packed, cat(taus, -1)
-
-
-def _householder_product(a: Tensor, tau: Tensor) -> Tensor:
-    """torch.linalg.householder_product: the first k columns of H_0 H_1 ... H_{k-1}, with
-    H_i = I - tau_i v_i v_i^T and v_i column i of `a` below the diagonal (1 on it)."""
-    n, k = a.shape[-2], a.shape[-1]
-    rows = arange(n, device=a.device).reshape(n, 1)
-    q = eye(n, dtype=a.dtype, device=a.device)
-    for i in range(k):
-        v = where(rows == i, 1.0, where(rows > i, a[..., :, i:i + 1], 0.0))
-        q = q - (q @ v) * tau[..., i:i + 1].unsqueeze(-1) * v.mT
-    return q[..., :, :k]
-
-
 def _is_orthogonal(q: Tensor) -> bool:
     n, k = q.shape[-2], q.shape[-1]
     eps = 10.0 * n * float(np.finfo(q.dtype.np).eps)
@@ -110,7 +74,7 @@ class _Orthogonal(Module):
         if self.orthogonal_map is _OrthMaps.householder:
             A = X.tril(-1)
             tau = 2.0 / (1.0 + (A * A).sum(-2))
-            Q = _householder_product(A, tau)
+            Q = householder_product(A, tau)
             Q = Q * X.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
         else:
             X = X.tril()
@@ -146,7 +110,7 @@ class _Orthogonal(Module):
                 if self.orthogonal_map is not _OrthMaps.householder:
                     raise MissingImplError("orthogonal: the matrix_exp and cayley maps cannot "
                                            "be assigned to when use_trivialization=False")
-                A, tau = _geqrf(Q)
+                A, tau = geqrf(Q)
                 sign = A.diagonal(dim1=-2, dim2=-1).sign() * where(tau == 0.0, -1.0, 1.0)
                 on_diagonal = arange(n, device=A.device).reshape(n, 1) == \
                     arange(k, device=A.device)
