@@ -25,6 +25,9 @@ BUILTIN_BASES = {
     "KernelLanguageError": (RuntimeError,),
     "KernelCompileError": (RuntimeError,),
     "TemplateError": (KeyError,),
+    "DivisionByZeroError": (ZeroDivisionError, RuntimeError),
+    "LinAlgError": (RuntimeError,),
+    "UnsafeLoadError": (__import__("pickle").UnpicklingError,),
 }
 
 
