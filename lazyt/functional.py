@@ -28,6 +28,7 @@ from .dtype import DType
 from .errors import (DivisionByZeroError, DTypeError, IndexOutOfRangeError, InvalidArgumentError,
                      ShapeError)
 from .ops import FLOAT_UNARY, BinaryOp, ReduceOp, TensorMeta, UnaryOp
+from .amp import AUTOCAST as _AUTOCAST, Policy as _Policy, call as _autocast
 
 DT = DispatchTensor
 _B = BinaryOp
@@ -904,6 +905,8 @@ def stack(tensors: Sequence[DT], dim: int = 0) -> DT:
 @function
 def matmul(a, b) -> DT:
     """numpy matmul semantics: 1-D operands are promoted and squeezed, batch dims broadcast."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.LOWER, matmul, a, b)
     if not isinstance(a, DT):
         a = as_tensor(a, b)
     if not isinstance(b, DT):
@@ -1065,6 +1068,9 @@ def scaled_dot_product_attention(query: DT, key: DT, value: DT, attn_mask=None,
     One composite (`attention`): the numpy backend computes a few heads at a time in cache
     instead of the whole batch's scores; gradients reach all inputs and a float mask.
     """
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.LOWER, scaled_dot_product_attention, query, key, value,
+                         attn_mask, dropout_p, is_causal, scale, enable_gqa)
     for name, t in (("query", query), ("key", key), ("value", value)):
         if not isinstance(t, DT):
             raise DTypeError(f"scaled_dot_product_attention: {name} must be a Tensor, got "

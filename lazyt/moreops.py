@@ -29,6 +29,7 @@ from .layout import diagonal, flip, movedim, pad
 from .mathops import atan, const, copysign, float_pair, isinf, isnan, tensor_arg
 from .ops import BinaryOp
 from .tensor import Tensor
+from .amp import AUTOCAST as _AUTOCAST, Policy as _Policy, call as _autocast
 
 _B = BinaryOp
 __all__: list = []
@@ -395,6 +396,8 @@ def _scaled_sum(op: str, input, prod: Tensor, beta, alpha) -> Tensor:
 @_export()
 def addmm(input, mat1, mat2, *, beta=1, alpha=1) -> Tensor:  # noqa: A002 - torch's names
     """`beta * input + alpha * (mat1 @ mat2)` for 2-D mat1, mat2 (input broadcasts)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.LOWER, addmm, input, mat1, mat2, beta=beta, alpha=alpha)
     a, b = tensor_arg("addmm", mat1), tensor_arg("addmm", mat2)
     _rank("addmm", a, 2, "mat1"), _rank("addmm", b, 2, "mat2")
     if a.shape[1] != b.shape[0]:
@@ -405,6 +408,8 @@ def addmm(input, mat1, mat2, *, beta=1, alpha=1) -> Tensor:  # noqa: A002 - torc
 @_export()
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1) -> Tensor:  # noqa: A002
     """`beta * input + alpha * bmm(batch1, batch2)` (input broadcasts)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.LOWER, baddbmm, input, batch1, batch2, beta=beta, alpha=alpha)
     return _scaled_sum("baddbmm", input, bmm(batch1, batch2), beta, alpha)
 
 
@@ -506,6 +511,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None) -> Tensor:
 @_export(method=True)
 def dist(input, other, p=2) -> Tensor:  # noqa: A002 - torch's names
     """`norm(input - other, p)` (the two broadcast)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, dist, input, other, p)
     return norm(binary(_B.SUB, tensor_arg("dist", input), tensor_arg("dist", other)), p)
 
 

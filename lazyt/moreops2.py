@@ -26,6 +26,7 @@ from .layout import ValuesIndices, movedim, sort
 from .mathops import isnan, tensor_arg
 from .moreops import _float_fn, exporter
 from .tensor import Tensor
+from .amp import AUTOCAST as _AUTOCAST, Policy as _Policy, call as _autocast
 
 __all__: list = []
 _export = exporter(globals(), __all__)
@@ -477,6 +478,8 @@ def cdist(x1, x2, p: float = 2.0, compute_mode=None) -> Tensor:
     """The p-norm distance between each row of `x1` (..., P, M) and each row of `x2`
     (..., R, M), shape (..., P, R) (batch dims broadcast). Lazy, O(P * R * M) memory; the
     gradient at zero distance is 0, as torch's."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, cdist, x1, x2, p, compute_mode)
     a, b = tensor_arg("cdist", x1), tensor_arg("cdist", x2)
     common_device("cdist", (a, b))
     for t in (a, b):

@@ -27,6 +27,7 @@ from .layout import movedim, pad
 from .mathops import float_pair, tensor_arg
 from .moreops import diag_embed, exporter
 from .tensor import Tensor
+from .amp import AUTOCAST as _AUTOCAST, Policy as _Policy, call as _autocast
 
 __all__: list = []
 _export = exporter(globals(), __all__)
@@ -170,6 +171,8 @@ def _beta_alpha(op: str, base: Tensor, prod: Tensor, beta, alpha) -> Tensor:
 @_export()
 def addmv(input, mat, vec, *, beta=1, alpha=1) -> Tensor:  # noqa: A002 - torch's names
     """`beta * input + alpha * (mat @ vec)`."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.LOWER, addmv, input, mat, vec, beta=beta, alpha=alpha)
     x, m, v = (tensor_arg("addmv", t) for t in (input, mat, vec))
     if m.ndim != 2 or v.ndim != 1 or m.shape[1] != v.shape[0]:
         raise ShapeError(f"addmv: expected a matrix and a vector of matching size, got "
@@ -180,6 +183,8 @@ def addmv(input, mat, vec, *, beta=1, alpha=1) -> Tensor:  # noqa: A002 - torch'
 @_export()
 def addr(input, vec1, vec2, *, beta=1, alpha=1) -> Tensor:  # noqa: A002 - torch's names
     """`beta * input + alpha * outer(vec1, vec2)`."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.LOWER, addr, input, vec1, vec2, beta=beta, alpha=alpha)
     x, a, b = (tensor_arg("addr", t) for t in (input, vec1, vec2))
     if a.ndim != 1 or b.ndim != 1:
         raise ShapeError(f"addr: expected two vectors, got {a.shape} and {b.shape}")
@@ -189,6 +194,8 @@ def addr(input, vec1, vec2, *, beta=1, alpha=1) -> Tensor:  # noqa: A002 - torch
 @_export()
 def addbmm(input, batch1, batch2, *, beta=1, alpha=1) -> Tensor:  # noqa: A002 - torch's
     """`beta * input + alpha * sum_i(batch1[i] @ batch2[i])`."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.LOWER, addbmm, input, batch1, batch2, beta=beta, alpha=alpha)
     x, a, b = (tensor_arg("addbmm", t) for t in (input, batch1, batch2))
     if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
         raise ShapeError(f"addbmm: expected batches [b, n, m] and [b, m, p], got {a.shape} "
@@ -529,6 +536,8 @@ def cumulative_trapezoid(y, x=None, *, dx=None, dim: int = -1) -> Tensor:
 def renorm(input, p, dim: int, maxnorm) -> Tensor:  # noqa: A002 - torch's names
     """Each slice along `dim` rescaled so its p-norm is at most `maxnorm` (slices already
     within keep their values; torch's 1e-7 guard in the scale)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, renorm, input, p, dim, maxnorm)
     x = tensor_arg("renorm", input)
     if not x.dtype.is_float:
         raise DTypeError(f"renorm: needs a floating-point tensor, got {x.dtype.name}")

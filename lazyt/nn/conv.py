@@ -21,6 +21,7 @@ from ..tensor import Tensor
 from .init import fan_in_uniform
 from .module import Module
 from .parameter import Parameter
+from ..amp import AUTOCAST as _AUTOCAST, Policy as _Policy, call as _autocast
 
 __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
            "conv_transpose3d", "Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d",
@@ -238,6 +239,9 @@ def _add_bias(y: Tensor, bias) -> Tensor:
 
 def _conv(fn: str, n: int, input, weight, bias, stride, padding, dilation,  # noqa: A002
           groups) -> Tensor:
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.LOWER, _conv, fn, n, input, weight, bias, stride, padding,
+                         dilation, groups)
     x, unbatched = batched(fn, float_input(fn, "input", input), n)
     _check_weight(fn, n, x, weight, bias, groups, transposed=False)
     kernel = weight.shape[2:]
@@ -299,6 +303,9 @@ def upsample_zeros(x: Tensor, stride: tuple) -> Tensor:
 
 def _conv_transpose(fn: str, n: int, input, weight, bias, stride, padding,  # noqa: A002
                     output_padding, groups, dilation) -> Tensor:
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.LOWER, _conv_transpose, fn, n, input, weight, bias, stride,
+                         padding, output_padding, groups, dilation)
     x, unbatched = batched(fn, float_input(fn, "input", input), n)
     _check_weight(fn, n, x, weight, bias, groups, transposed=True)
     kernel = weight.shape[2:]

@@ -24,6 +24,7 @@ from ..functional import silu as _silu
 from ..functional import softmax as _softmax
 from ..tensor import Tensor
 from .conv import float_input as _float_tensor
+from ..amp import AUTOCAST as _AUTOCAST, Policy as _Policy, call as _autocast
 
 __all__ = [
     "relu", "gelu", "silu", "softmax", "log_softmax",
@@ -121,6 +122,8 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
              ignore_index: int = -100, reduction: str = "mean") -> Tensor:
     """Negative log-likelihood of log-probabilities `input` (N, C, d...) at class indices
     `target` (N, d...); "mean" is `sum(w[t] * loss) / sum(w[t])` over non-ignored elements."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, nll_loss, input, target, weight, ignore_index, reduction)
     fn = "nll_loss"
     _check_reduction(fn, reduction)
     input, target, unbatched = _batched(fn, _float_tensor(fn, "input", input), target)
@@ -137,6 +140,9 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
                   label_smoothing: float = 0.0) -> Tensor:
     """Cross entropy of logits `input` (N, C, d...) with class indices (an integer tensor of
     shape (N, d...)) or class probabilities (a float tensor of input's shape), as torch."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, cross_entropy, input, target, weight, ignore_index,
+                         reduction, label_smoothing)
     fn = "cross_entropy"
     _check_reduction(fn, reduction)
     if not 0.0 <= label_smoothing <= 1.0:
@@ -223,6 +229,8 @@ def _softplus(z: Tensor) -> Tensor:
 def binary_cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                          reduction: str = "mean") -> Tensor:
     """`-w * (t * log(x) + (1 - t) * log(1 - x))` with each log clamped to >= -100 (torch)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.BANNED, binary_cross_entropy, input, target, weight, reduction)
     fn = "binary_cross_entropy"
     _check_reduction(fn, reduction)
     _float_tensor(fn, "input", input)
@@ -242,6 +250,9 @@ def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A00
                                      pos_weight: Tensor | None = None) -> Tensor:
     """Sigmoid + binary cross entropy in the stable form
     `(1 - t) * x + (1 + (p - 1) * t) * softplus(-x)` (p = pos_weight, broadcast over classes)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, binary_cross_entropy_with_logits, input, target, weight,
+                         reduction, pos_weight)
     fn = "binary_cross_entropy_with_logits"
     _check_reduction(fn, reduction)
     _float_tensor(fn, "input", input)
@@ -289,18 +300,24 @@ def _difference(fn: str, input, target, reduction: str) -> Tensor:
 
 def mse_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
     """Squared error `(x - y)^2`."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, mse_loss, input, target, reduction)
     d = _difference("mse_loss", input, target, reduction)
     return _reduce(d * d, reduction)
 
 
 def l1_loss(input: Tensor, target: Tensor, reduction: str = "mean") -> Tensor:  # noqa: A002
     """Absolute error `|x - y|`."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, l1_loss, input, target, reduction)
     return _reduce(_difference("l1_loss", input, target, reduction).abs(), reduction)
 
 
 def smooth_l1_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
                    beta: float = 1.0) -> Tensor:
     """`0.5 d^2 / beta` where `|d| < beta`, else `|d| - 0.5 beta` (plain L1 for beta = 0)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, smooth_l1_loss, input, target, reduction, beta)
     fn = "smooth_l1_loss"
     d = _difference(fn, input, target, reduction)
     if beta < 0:
@@ -315,6 +332,8 @@ def kl_div(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
            log_target: bool = False) -> Tensor:
     """KL divergence with log-probabilities `input`: `t * (log t - x)` (0 where t = 0), or
     `exp(t) * (t - x)` with `log_target`; "batchmean" divides the sum by the batch size."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, kl_div, input, target, reduction, log_target)
     fn = "kl_div"
     _check_reduction(fn, reduction, _REDUCTIONS + ("batchmean",))
     _float_tensor(fn, "input", input)
@@ -415,6 +434,8 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002
     """`log(1 + exp(beta * x)) / beta`, and `x` itself where `beta * x > threshold`."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, softplus, input, beta, threshold)
     x = _activation_input("softplus", input)
     if beta == 0:
         raise InvalidArgumentError("softplus: beta must not be 0 (it divides the result)")
@@ -508,6 +529,8 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa
             dtype=None) -> Tensor:
     """`exp(x) / sum(exp(x))` along `dim`; `dtype` casts the input first. dim None: torch's
     deprecated implicit choice, with its warning."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, softmax, input, dim, _stacklevel + 2, dtype)
     x = _softmax_input("softmax", input, dtype)
     return _softmax(x, _softmax_dim("softmax", x, dim, _stacklevel))
 
@@ -515,6 +538,8 @@ def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
                 dtype=None) -> Tensor:
     """`log(softmax(x, dim))`, computed stably; `dtype` and dim None as `softmax`."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, log_softmax, input, dim, _stacklevel + 2, dtype)
     x = _softmax_input("log_softmax", input, dtype)
     return _log_softmax(x, _softmax_dim("log_softmax", x, dim, _stacklevel))
 
@@ -522,6 +547,8 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
             dtype=None) -> Tensor:
     """`softmax(-x, dim)`; `dtype` casts the input first; dim None as `softmax`."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, softmin, input, dim, _stacklevel + 2, dtype)
     x = _activation_input("softmin", input)
     dim = _softmax_dim("softmin", x, dim, _stacklevel)
     if dtype is not None:
@@ -643,6 +670,8 @@ def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
                delta: float = 1.0) -> Tensor:
     """`0.5 d^2` where |d| < delta, else `delta (|d| - 0.5 delta)`, for d = input - target."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, huber_loss, input, target, reduction, delta)
     _check_reduction("huber_loss", reduction)
     if not delta > 0:
         raise InvalidArgumentError(f"huber_loss: delta must be positive, got {delta!r}")
@@ -664,6 +693,8 @@ def _pair(fn: str, x1, x2) -> tuple:
 def cosine_similarity(x1: Tensor, x2: Tensor, dim: int = 1, eps: float = 1e-8) -> Tensor:
     """`sum(x1 / |x1| * x2 / |x2|)` along `dim` after broadcasting, each norm at least `eps`
     (torch's order: normalize first, so the result stays in [-1, 1])."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, cosine_similarity, x1, x2, dim, eps)
     a, b, out = _pair("cosine_similarity", x1, x2)
     a, b = a + b * 0, b + a * 0  # broadcast both to one shape (gradients reduce back)
     if a.ndim == 0:
@@ -713,6 +744,9 @@ def _pairwise_inputs(fn: str, reduction: str, *tensors) -> list:
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor, margin: float = 0.0,
                         reduction: str = "mean") -> Tensor:
     """`max(0, -y * (x1 - x2) + margin)`: y = 1 ranks x1 above x2, y = -1 below."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, margin_ranking_loss, input1, input2, target, margin,
+                         reduction)
     x1, x2, y = _pairwise_inputs("margin_ranking_loss", reduction, input1, input2, target)
     return _reduce((margin - y * (x1 - x2)).relu(), reduction)
 
@@ -721,6 +755,8 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # 
                          reduction: str = "mean") -> Tensor:
     """`x` where y = 1, `max(0, margin - x)` where y = -1 (torch's sum of both terms for
     other targets)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, hinge_embedding_loss, input, target, margin, reduction)
     x, y = _pairwise_inputs("hinge_embedding_loss", reduction, input, target)
     loss = where(y != 1, (margin - x).relu(), 0.0) + where(y != -1, x, 0.0)
     return _reduce(loss, reduction)
@@ -729,6 +765,8 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # 
 def soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
                      reduction: str = "mean") -> Tensor:
     """`log(1 + exp(-y * x))` (two-class logistic loss, y = +-1)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, soft_margin_loss, input, target, reduction)
     x, y = _pairwise_inputs("soft_margin_loss", reduction, input, target)
     return _reduce(_softplus(-y * x), reduction)
 
@@ -738,6 +776,9 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
                                 reduction: str = "mean") -> Tensor:
     """Per sample, the mean over classes of `-(y log sigmoid(x) + (1 - y) log sigmoid(-x))`
     (times `weight` per class); input and target [N, C]."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, multilabel_soft_margin_loss, input, target, weight,
+                         reduction)
     fn = "multilabel_soft_margin_loss"
     x, y = _pairwise_inputs(fn, reduction, input, target)
     if x.ndim < 1:
@@ -753,6 +794,9 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
                           margin: float = 0.0, reduction: str = "mean") -> Tensor:
     """`1 - cos(x1, x2)` where y = 1, `max(0, cos(x1, x2) - margin)` where y = -1, with the
     cosine along the last dim (torch's: each squared norm plus 1e-12)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, cosine_embedding_loss, input1, input2, target, margin,
+                         reduction)
     fn = "cosine_embedding_loss"
     _check_reduction(fn, reduction)
     x1, x2, _ = _pair(fn, input1, input2)
@@ -775,6 +819,9 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         swap: bool = False, reduction: str = "mean") -> Tensor:
     """`max(0, margin + d(a, p) - d(a, n))` with d the `pairwise_distance` (p-norm of the
     difference plus eps); `swap` uses `min(d(a, n), d(p, n))` as the negative distance."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, triplet_margin_loss, anchor, positive, negative, margin, p,
+                         eps, swap, reduction)
     fn = "triplet_margin_loss"
     _check_reduction(fn, reduction)
     if not margin > 0:
@@ -803,6 +850,9 @@ def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # n
     """Poisson negative log-likelihood: `exp(x) - y * x` (`log_input`), else
     `x - y * log(x + eps)`; `full` adds Stirling's term `y log y - y + log(2 pi y) / 2` where
     y > 1."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, poisson_nll_loss, input, target, log_input, full, eps,
+                         reduction)
     fn = "poisson_nll_loss"
     x, y = _pairwise_inputs(fn, reduction, input, target)
     loss = x.exp() - y * x if log_input else x - y * (x + eps).log()
@@ -820,6 +870,8 @@ def gaussian_nll_loss(input: Tensor, target: Tensor, var, full: bool = False,  #
     through); `var` has the input's shape, or one fewer trailing dim or a last dim of 1 (one
     variance per sample), or is a number. It reads `var` once to refuse negative entries
     (as torch), so it cannot run inside `lazyt.compile`."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, gaussian_nll_loss, input, target, var, full, eps, reduction)
     fn = "gaussian_nll_loss"
     x, y = _pairwise_inputs(fn, reduction, input, target)
     if not isinstance(var, Tensor):
@@ -871,6 +923,9 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
                       reduction: str = "mean") -> Tensor:
     """The multi-class hinge loss: per sample, `sum over i != y of w[y] * max(0, margin -
     x[y] + x[i]) ** p / C`, for input (N, C) or (C,) and class ids target (N,) or ()."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, multi_margin_loss, input, target, p, margin, weight,
+                         reduction)
     fn = "multi_margin_loss"
     x = _margin_input(fn, input, reduction)
     if p not in (1, 2):
@@ -907,6 +962,8 @@ def multilabel_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
     classes i of max(0, 1 - (x[j] - x[i])) / C`. target has input's shape and holds class
     ids; only those before its first -1 count (torch's layout), a repeated id once per
     listing (as torch)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, multilabel_margin_loss, input, target, reduction)
     fn = "multilabel_margin_loss"
     x = _margin_input(fn, input, reduction)
     if not isinstance(target, Tensor) or not target.dtype.is_int:

@@ -8,11 +8,14 @@ from ..tensor import Tensor
 from .init import fan_in_uniform
 from .module import Module
 from .parameter import Parameter
+from ..amp import AUTOCAST as _AUTOCAST, Policy as _Policy, call as _autocast
 
 
 def affine(fn: str, x, w: Tensor, b) -> Tensor:
     """`x @ w^T + b` for `Linear` and `F.linear` (`fn` names the caller in errors): x must
     end with w's in_features and have its dtype, as in torch."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.LOWER, affine, fn, x, w, b)
     if not isinstance(x, Tensor):
         raise DTypeError(f"{fn}: expected a tensor input, got {type(x).__name__}")
     if not isinstance(w, Tensor) or w.ndim != 2:

@@ -20,6 +20,7 @@ from ..tensor import Tensor
 from .conv import float_input
 from .module import Module
 from .parameter import Parameter
+from ..amp import AUTOCAST as _AUTOCAST, Policy as _Policy, call as _autocast
 
 
 def _shape(normalized_shape) -> tuple:
@@ -73,6 +74,8 @@ def layer_norm(input: Tensor, normalized_shape, weight: Tensor | None = None,  #
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """`(x - mean) / sqrt(var + eps) * weight + bias` over the trailing `normalized_shape`
     dims (biased variance), as torch's `F.layer_norm`."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, layer_norm, input, normalized_shape, weight, bias, eps)
     shape, compute = _normalized("layer_norm", input, normalized_shape)
     w = _affine("layer_norm", "weight", weight, input, compute, shape)
     b = _affine("layer_norm", "bias", bias, input, compute, shape)
@@ -111,6 +114,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
     """torch's `F.group_norm`: the channels of `input` [N, C, *] split into `num_groups`
     groups, each sample's group normalized over its channels and positions (biased
     variance), then `* weight + bias` per channel ([C] each)."""
+    if _AUTOCAST.get() is not None:
+        return _autocast(_Policy.FP32, group_norm, input, num_groups, weight, bias, eps)
     fn = "group_norm"
     c, compute = _channel_input(fn, input)
     if isinstance(num_groups, bool) or not isinstance(num_groups, int) or num_groups < 1 \
