@@ -188,6 +188,13 @@ from .func import vmap  # noqa: E402
 
 __all__ += ["func", "vmap"]
 
+# mixed precision (torch.amp: autocast, GradScaler; torch.autocast is the same class) and
+# torch.distributions' core (lazyt/amp.py, lazyt/distributions/)
+from . import amp, distributions  # noqa: E402
+from .amp import autocast  # noqa: E402
+
+__all__ += ["amp", "autocast", "distributions"]
+
 # torch.range (deprecated, inclusive end): an attribute only, so `from lazyt import *` keeps
 # Python's range
 range = _aten_forms_range  # noqa: A001
