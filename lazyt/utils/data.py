@@ -37,7 +37,8 @@ from ..functional import stack
 from ..tensor import Tensor
 
 __all__ = [
-    "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "random_split",
+    "Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset", "ChainDataset",
+    "StackDataset", "random_split",
     "Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
     "WeightedRandomSampler", "DistributedSampler", "BatchSampler", "default_collate",
     "default_convert",
@@ -109,8 +110,8 @@ class IterableDataset(Dataset):
         raise MissingImplError(f"{type(self).__name__}: subclasses of IterableDataset must "
                                "implement __iter__")
 
-    def __add__(self, other):
-        raise InvalidArgumentError("ConcatDataset: does not support IterableDataset")
+    def __add__(self, other) -> "ChainDataset":
+        return ChainDataset([self, other])
 
 
 class TensorDataset(Dataset):
@@ -215,6 +216,80 @@ class ConcatDataset(Dataset):
         k = bisect.bisect_right(self.cumulative_sizes, index)
         start = self.cumulative_sizes[k - 1] if k > 0 else 0
         return self.datasets[k][index - start]
+
+
+class ChainDataset(IterableDataset):
+    """Iterable datasets one after another, read lazily (torch's `ChainDataset`); `datasets`
+    is iterated anew on every pass."""
+
+    def __init__(self, datasets):
+        self.datasets = datasets
+
+    def __iter__(self):
+        for d in self.datasets:
+            _check_chained(d)
+            yield from d
+
+    def __len__(self) -> int:
+        total = 0
+        for d in self.datasets:
+            _check_chained(d)
+            total += _length(d, "ChainDataset", "len(ChainDataset)")
+        return total
+
+
+def _check_chained(d) -> None:
+    if not isinstance(d, IterableDataset):
+        raise InvalidArgumentError(f"ChainDataset only supports IterableDataset, got "
+                                   f"{type(d).__name__}")
+
+
+class StackDataset(Dataset):
+    """Datasets of one length side by side (torch's `StackDataset`): `StackDataset(a, b)[i]`
+    is `(a[i], b[i])`, `StackDataset(x=a, y=b)[i]` is `{"x": a[i], "y": b[i]}`."""
+
+    def __init__(self, *args, **kwargs):
+        if args and kwargs:
+            raise InvalidArgumentError("StackDataset: supports either tuple-like (via args) or "
+                                       "dict-like (via kwargs) input/output, but both types "
+                                       "are given")
+        if not args and not kwargs:
+            raise InvalidArgumentError("StackDataset: at least one dataset should be passed")
+        datasets = list(args or kwargs.values())
+        lengths = [_length(d, "StackDataset", "stacking") for d in datasets]
+        if any(n != lengths[0] for n in lengths):
+            raise InvalidArgumentError(f"StackDataset: size mismatch between datasets (lengths "
+                                       f"{lengths})")
+        self._length = lengths[0]
+        self.datasets = args if args else kwargs
+
+    def __getitem__(self, index):
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list) -> list:
+        """The samples at `indices`, through each dataset's own `__getitems__` if it has one."""
+        named = self.datasets.items() if isinstance(self.datasets, dict) \
+            else enumerate(self.datasets)
+        columns = {}
+        for k, d in named:
+            getitems = getattr(d, "__getitems__", None)
+            if callable(getitems):
+                items = getitems(indices)
+                if len(items) != len(indices):
+                    raise InvalidArgumentError(f"StackDataset: nested dataset's output size "
+                                               f"mismatch. Expected {len(indices)}, got "
+                                               f"{len(items)}")
+            else:
+                items = [d[i] for i in indices]
+            columns[k] = items
+        if isinstance(self.datasets, dict):
+            return [{k: columns[k][j] for k in columns} for j in range(len(indices))]
+        return [tuple(col[j] for col in columns.values()) for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length
 
 
 def random_split(dataset, lengths: Sequence[int | float], generator=None) -> list[Subset]:
