@@ -10,7 +10,7 @@ from itertools import chain
 from typing import Iterable, Iterator, Mapping
 
 from ..errors import IndexOutOfRangeError, InvalidArgumentError
-from .module import Module, ModuleError
+from .module import _TREE_EPOCH, Module, ModuleError
 
 
 def _check_module(op: str, m) -> Module:
@@ -35,6 +35,7 @@ def _renumber(owner: Module, modules: Iterable[Module]) -> None:
     owner._modules.clear()
     for j, m in enumerate(mods):
         owner._modules[str(j)] = m
+    _TREE_EPOCH[0] += 1
 
 
 def _delete(owner: Module, i) -> None:
@@ -211,6 +212,7 @@ class ModuleDict(Module):
 
     def __delitem__(self, key: str) -> None:
         del self._modules[key]
+        _TREE_EPOCH[0] += 1
 
     def __contains__(self, key: str) -> bool:
         return key in self._modules

@@ -50,6 +50,11 @@ class LoadResult(NamedTuple):
     unexpected_keys: list
 
 
+#: Bumped whenever any module's hooks, submodules or training flag change: a compiled
+#: module's recording key (`Module._compile_key`) is rebuilt only then, not on every call.
+_TREE_EPOCH = [0]
+
+
 class RemovableHandle:
     """What `register_forward_hook` returns: `remove()` takes the hook out (also as a context
     manager)."""
@@ -60,9 +65,11 @@ class RemovableHandle:
         RemovableHandle._next += 1
         self.id = RemovableHandle._next
         self._registry = registry
+        _TREE_EPOCH[0] += 1
 
     def remove(self) -> None:
         self._registry.pop(self.id, None)
+        _TREE_EPOCH[0] += 1
 
     def __enter__(self) -> "RemovableHandle":
         return self
@@ -105,6 +112,7 @@ class Module:
             if name not in modules:
                 self._forget(name)
             modules[name] = value
+            _TREE_EPOCH[0] += 1
         elif name in params:
             if value is not None:
                 raise ModuleError(f"{type(self).__name__}.{name} is a Parameter; assign a "
@@ -116,12 +124,15 @@ class Module:
                 raise ModuleError(f"{type(self).__name__}.{name} is a submodule; assign a "
                                   f"Module (or None), not {type(value).__name__}")
             modules[name] = None
+            _TREE_EPOCH[0] += 1
         elif name in buffers:
             if value is not None and not isinstance(value, Tensor):
                 raise ModuleError(f"{type(self).__name__}.{name} is a buffer; assign a Tensor "
                                   f"(or None), not {type(value).__name__}")
             buffers[name] = value
         else:
+            if name == "training":
+                _TREE_EPOCH[0] += 1
             object.__setattr__(self, name, value)
 
     def _forget(self, name: str) -> None:
@@ -175,6 +186,7 @@ class Module:
             raise ModuleError(f"add_module: {name!r} needs a Module, got {type(module).__name__}")
         self._forget(name)
         self.__dict__["_modules"][name] = module
+        _TREE_EPOCH[0] += 1
 
     register_module = add_module
 
@@ -544,6 +556,7 @@ class Module:
         """Training mode (dropout active) for this module and every submodule."""
         for m in self.modules():
             m.__dict__["training"] = bool(mode)
+        _TREE_EPOCH[0] += 1
         return self
 
     def eval(self) -> "Module":
@@ -709,9 +722,16 @@ class Module:
 
     def _compile_key(self) -> tuple:
         """What a compiled call's recording depends on besides its arguments: every module's
-        training flag and hooks (a change records again, as torch.compile's guards)."""
-        return tuple((m.training, *(tuple(r) for r in m.__dict__.get("_hooks", {}).values()))
-                     for m in self.modules())
+        training flag and hooks (a change records again, as torch.compile's guards). Rebuilt
+        only after a hook, submodule or training flag anywhere changed (`_TREE_EPOCH`)."""
+        d = self.__dict__
+        cached = d.get("_compile_key_cache")
+        if cached is not None and cached[0] == _TREE_EPOCH[0]:
+            return cached[1]
+        key = tuple((m.training, *(tuple(r) for r in m.__dict__.get("_hooks", {}).values()))
+                    for m in self.modules())
+        d["_compile_key_cache"] = (_TREE_EPOCH[0], key)
+        return key
 
     def _call_impl(self, *args, **kwargs):
         """The call with this module's hooks (what `compile` compiles, as torch's)."""
@@ -760,6 +780,7 @@ class Module:
         module is not compiled (the recordings hold this module's tensors)."""
         state = self.__dict__.copy()
         state.pop("_compiled_call", None)
+        state.pop("_compile_key_cache", None)
         return state
 
     def _add_hook(self, kind: str, hook, prepend: bool, with_kwargs: bool,

@@ -894,3 +894,17 @@ def test_compiled_module_matches_torch_eager():
         with torch.no_grad():
             want = t(torch.tensor(xs)).numpy()
         np.testing.assert_allclose(m(lazyt.tensor(xs)).numpy(), want, rtol=1e-5, atol=1e-6)
+
+
+def test_compiled_module_sees_a_hook_on_a_submodule_added_to_a_container():
+    seq = lazyt.nn.Sequential(lazyt.nn.Linear(3, 3))
+    seq.compile()
+    x = lazyt.ones(2, 3)
+    with lazyt.no_grad():
+        for _ in range(3):
+            before = seq(x).numpy()
+        seq.append(lazyt.nn.ReLU())
+        extra = seq[1]
+        extra.register_forward_hook(lambda m, a, out: out * 0 + 7)
+        for _ in range(3):
+            np.testing.assert_allclose(seq(x).numpy(), np.full_like(before, 7))
