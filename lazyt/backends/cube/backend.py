@@ -1035,7 +1035,40 @@ class CubeBackend(Backend):
 
     def index_select(self, x: CubeTensor, dim: int, index: CubeTensor) -> CubeTensor:
         shape = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1:]
+        if dim == 0 and index.ndim == 1:
+            inner = math.prod(x.shape[1:])
+            if x.ndim == 1 or x.strides[1:] == contiguous_strides(x.shape[1:]) or inner == 0:
+                return self._gather_rows(x, index, shape, inner)
         return self._gather("index_select", x, dim, self._line_index(index, dim, shape))
+
+    def _gather_rows(self, x: CubeTensor, index: CubeTensor, shape: tuple,
+                     inner: int) -> CubeTensor:
+        """`index_select` along dim 0 of rows that are one dense run (an embedding lookup):
+        `kernels/gather_rows`, each thread one element, or four where the rows are whole
+        aligned 16-byte groups and the runtime vectorizes it (CUDA)."""
+        op = "index_select"
+        out = self.alloc(op, shape, x.dtype)
+        n = out.num_elements
+        if n == 0:
+            return out
+        size = x.shape[0]
+        slot = self.client.error_slot(
+            lambda v: f"{op}: index {v} is out of range for dim 0 of size {size} (input "
+                      f"shape {x.shape}, index shape {index.shape}, on {self.device})")
+        values = {**self._bits_values(x.dtype), "index": self._index_type(index)}
+        row_stride = x.strides[0]
+        vec = 1
+        if self.renderer.lang == "cuda" and self.storage_of(x.dtype).itemsize == 4 and \
+                inner % 4 == 0 and x.offset % 4 == 0 and row_stride % 4 == 0:
+            vec = 4
+        if self.renderer.lang == "cuda":
+            values.update(vec=vec, vec_t="uint4")
+        p = self._template("gather_rows", values)
+        info = info_words([n // vec, inner // vec, x.offset, row_stride, index.offset,
+                           index.strides[0], slot, size])
+        self.client.launch(p, self.groups_for(n // vec),
+                           [x, index, out, self.client.errors_binding, info])
+        return out
 
     def _check_index(self, op: str, index: CubeTensor, size: int, x_shape: tuple) -> None:
         n = index.num_elements

@@ -72,7 +72,8 @@ class CudaBackend(CubeBackend):
 
     def _block_row_modes(self, block, inputs, n_dims: int, weight=None, bias=None):
         """Per input of `block`, how `layer_norm_block_rows` reads it (1 whole, 0 a row, 2
-        one element), or None when the kernel cannot take the block."""
+        one element, -P a whole tensor of P elements repeated over the outer dims), or None
+        when the kernel cannot take the block."""
         shape = tuple(block.shape)
         nd = len(shape)
         if (len(block.outputs) != 1 or not 1 <= n_dims <= nd or not 1 <= len(inputs) <= 4
@@ -91,12 +92,17 @@ class CudaBackend(CubeBackend):
                     enumerate(zip(shape, broadcast_strides(x, shape), dense)) if size != 1]
             if all(st == 0 for _, st, _ in live):
                 modes.append(2)
-            elif all(st == ds for _, st, ds in live):
-                modes.append(1)
-            elif all(st == 0 if d < lead else st == ds for d, st, ds in live):
-                modes.append(0)
-            else:
+                continue
+            # the dims from d0 on are dense, those before it broadcast (d0 = 0: whole)
+            d0 = max([d + 1 for d, st, _ in live if st == 0], default=0)
+            if any(st != (ds if d >= d0 else 0) for d, st, ds in live):
                 return None
+            if d0 == 0:
+                modes.append(1)
+            elif d0 >= lead:
+                modes.append(0)
+            else:   # position embeddings over a batch: the rows repeat every -mode elements
+                modes.append(-math.prod(shape[d0:]))
         return tuple(modes)
 
     @_replay.replayable()
@@ -126,7 +132,9 @@ class CudaBackend(CubeBackend):
         program = r.program(block)
         used = sorted({o.index for ins in block.instrs for o in ins.operands if o.kind == "in"})
         at = {1: " + at + i", 0: " + i", 2: ""}
-        body = [f"const float x{k} = in{k}[info[{8 + k}u]{at[modes[k]]}];" for k in used]
+        body = [f"const float x{k} = in{k}[info[{8 + k}u]"
+                f"{at[modes[k]] if modes[k] >= 0 else f' + at % {-modes[k]}u + i'}];"
+                for k in used]
         body += r.scalar_lines(block.scalars, 8 + len(modes))
         body += program
         params = ", ".join(f"const float* __restrict__ in{k}" for k in range(4))

@@ -115,3 +115,42 @@ def test_a_compiled_call_matches_the_plain_one():
     compiled = lazyt.compile(block)
     for _ in range(3):
         np.testing.assert_array_equal(compiled(ta, tr).numpy(), plain)
+
+
+def test_bert_embeddings_positions_repeated_over_the_batch_run_inside_the_norm():
+    """words [b, t, h] + positions [1, t, h] + the token-type row [h]: the positions repeat
+    every t * h elements (mode -t*h), one launch, the bits of writing the sum out first."""
+    words, pos, typ = rnd(4, 16, 384, seed=1), rnd(1, 16, 384, seed=2), rnd(384, seed=3)
+    w, b = rnd(384, seed=4), rnd(384, seed=5)
+    tw_, tp, tt, tw, tb = (dev(v) for v in (words, pos, typ, w, b))
+    lazyt.sync(DEV)
+    client = DEV.base_backend.client
+    before = client.launches
+    got = norm(tw_ + tp + tt, 1, tw, tb).numpy()
+    assert client.launches - before == 1
+    s = tw_ + tp + tt
+    kept = norm(s, 1, tw, tb).numpy()
+    s.numpy()
+    np.testing.assert_array_equal(got, kept)
+    x64 = words.astype(np.float64) + pos + typ
+    np.testing.assert_allclose(got, reference(x64, 1, w, b), rtol=1e-4, atol=1e-4)
+    # a middle dim broadcast, dense outer and inner: not a repeat, the block runs first
+    mid = rnd(4, 1, 384, seed=6)
+    got = norm(tw_ + dev(mid), 1).numpy()
+    np.testing.assert_allclose(got, reference(words.astype(np.float64) + mid, 1, None, None),
+                               rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "int64"])
+def test_index_select_rows_match_numpy(dtype):
+    """Embedding lookups (`gather_rows.cu`): 16-byte rows four a thread, odd rows one."""
+    rng = np.random.default_rng(0)
+    for shape in [(1000, 384), (50, 3), (9, 2, 6), (7,)]:
+        table = (rng.standard_normal(shape) * 100).astype(dtype)
+        ids = rng.integers(0, shape[0], 300)
+        t = lazyt.tensor(table, device=DEV)
+        got = t.index_select(0, lazyt.tensor(ids, device=DEV)).numpy()
+        np.testing.assert_array_equal(got, table[ids])
+        view = t[1:]                           # an offset of a row: one a thread
+        got = view.index_select(0, lazyt.tensor(ids % (shape[0] - 1), device=DEV)).numpy()
+        np.testing.assert_array_equal(got, table[1:][ids % (shape[0] - 1)])

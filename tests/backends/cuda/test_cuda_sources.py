@@ -128,6 +128,9 @@ def recorded():
         idx = t((4, 8), dt.int64)
         b.gather(x, 1, idx)
         b.gather(x, 1, t((4, 8), dt.int32))
+        b.index_select(x, 0, t((5,), dt.int64))                 # rows: gather_rows.cu
+        b.index_select(t((4, 2), d), 0, t((3,), dt.int32))      # rows of 2: one a thread
+        b.index_select(x, 1, t((5,), dt.int64))                 # the generic gather
         b.scatter_add(x, 1, idx, t((4, 8), d))
     for d in (dt.float32,):
         x = t((4, 64), d)
@@ -156,6 +159,13 @@ def recorded():
         b.run_prologue("layer_norm", blk, ins, [0.5], (1, 1e-5, t((64,), f), None))
         b.run_prologue("layer_norm", blk, ins, [0.5], (2, 1e-5, None, t((4, 64), f)))
         b.run_prologue("layer_norm", blk, ins, [0.5], (1, 1e-5, None, None))
+        # BERT's embeddings: words, positions repeated over the batch, the token-type row
+        emb = FusedBlock((2, 4, 64), (((2, 4, 64), f), ((1, 4, 64), f), ((64,), f)), (), (
+            FusedInstr("binary", BinaryOp.ADD, (Ref("in", 0), Ref("in", 1)), f),
+            FusedInstr("binary", BinaryOp.ADD, (Ref("v", 0), Ref("in", 2)), f)), (1,))
+        ins = [t((2, 4, 64), f), t((4, 64), f), t((64,), f)]
+        assert b._block_row_modes(emb, ins, 1) == (1, -256, 0)
+        b.run_prologue("layer_norm", emb, ins, [], (1, 1e-5, t((64,), f), t((64,), f)))
     for d in (dt.float32, dt.float64, dt.float16, dt.int32, dt.int64):
         b._kernel_matmul(t((3, 5), d), t((5, 7), d), None, False, (3, 7), (), 3, 7, 5)
         b._kernel_matmul(t((2, 3, 5), d), t((5, 7), d), t((7,), d), True, (2, 3, 7), (2,), 3,
