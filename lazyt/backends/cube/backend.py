@@ -1059,7 +1059,8 @@ class CubeBackend(Backend):
         row_stride = x.strides[0]
         vec = 1
         if self.renderer.lang == "cuda" and self.storage_of(x.dtype).itemsize == 4 and \
-                inner % 4 == 0 and x.offset % 4 == 0 and row_stride % 4 == 0:
+                inner % 4 == 0 and row_stride % 4 == 0 and \
+                all((getattr(t.handle, "ptr", 0) + 4 * t.offset) % 16 == 0 for t in (x, out)):
             vec = 4
         if self.renderer.lang == "cuda":
             values.update(vec=vec, vec_t="uint4")
