@@ -1013,9 +1013,7 @@ class CubeBackend(Backend):
         if n == 0:
             return out
         size = x.shape[dim]
-        slot = self.client.error_slot(
-            lambda v: f"{op}: index {v} is out of range for dim {dim} of size {size} (input "
-                      f"shape {x.shape}, index shape {index.shape}, on {self.device})")
+        slot = self._index_slot(op, x, dim, index)
         p = self._template("gather", {**self._bits_values(x.dtype),
                                       "index": self._index_type(index)})
         info = info_words([n, index.ndim, dim, x.offset, index.offset, slot, size, *index.shape,
@@ -1023,6 +1021,13 @@ class CubeBackend(Backend):
         self.client.launch(p, self.groups_for(n), [x, index, out, self.client.errors_binding,
                                                    info])
         return out
+
+    def _index_slot(self, op: str, x: CubeTensor, dim: int, index: CubeTensor) -> int:
+        """An error slot that names an index outside dim `dim` of `x` (the gathers')."""
+        size = x.shape[dim]
+        return self.client.error_slot(
+            lambda v: f"{op}: index {v} is out of range for dim {dim} of size {size} (input "
+                      f"shape {x.shape}, index shape {index.shape}, on {self.device})")
 
     def _line_index(self, index: CubeTensor, dim: int, shape: tuple) -> CubeTensor:
         """The 1-D `index` viewed along `dim` of `shape` (stride 0 elsewhere)."""
@@ -1037,7 +1042,7 @@ class CubeBackend(Backend):
         shape = x.shape[:dim] + (index.shape[0],) + x.shape[dim + 1:]
         if dim == 0 and index.ndim == 1:
             inner = math.prod(x.shape[1:])
-            if x.ndim == 1 or x.strides[1:] == contiguous_strides(x.shape[1:]) or inner == 0:
+            if tuple(x.strides[1:]) == tuple(contiguous_strides(x.shape[1:])) or inner == 0:
                 return self._gather_rows(x, index, shape, inner)
         return self._gather("index_select", x, dim, self._line_index(index, dim, shape))
 
@@ -1051,22 +1056,19 @@ class CubeBackend(Backend):
         n = out.num_elements
         if n == 0:
             return out
-        size = x.shape[0]
-        slot = self.client.error_slot(
-            lambda v: f"{op}: index {v} is out of range for dim 0 of size {size} (input "
-                      f"shape {x.shape}, index shape {index.shape}, on {self.device})")
+        slot = self._index_slot(op, x, 0, index)
         values = {**self._bits_values(x.dtype), "index": self._index_type(index)}
         row_stride = x.strides[0]
         vec = 1
-        if self.renderer.lang == "cuda" and self.storage_of(x.dtype).itemsize == 4 and \
-                inner % 4 == 0 and row_stride % 4 == 0 and \
-                all((getattr(t.handle, "ptr", 0) + 4 * t.offset) % 16 == 0 for t in (x, out)):
-            vec = 4
         if self.renderer.lang == "cuda":
+            if self.storage_of(x.dtype).itemsize == 4 and inner % 4 == 0 and \
+                    row_stride % 4 == 0 and all(
+                        (getattr(t.handle, "ptr", 0) + 4 * t.offset) % 16 == 0 for t in (x, out)):
+                vec = 4
             values.update(vec=vec, vec_t="uint4")
         p = self._template("gather_rows", values)
         info = info_words([n // vec, inner // vec, x.offset, row_stride, index.offset,
-                           index.strides[0], slot, size])
+                           index.strides[0], slot, x.shape[0]])
         self.client.launch(p, self.groups_for(n // vec),
                            [x, index, out, self.client.errors_binding, info])
         return out
