@@ -62,6 +62,15 @@ def test_exp_f32_is_within_one_ulp():
     np.testing.assert_allclose(_elementwise("exp_f32")(edge)[5:], want[5:], rtol=2e-7)
 
 
+def test_exp_shifted_f32_has_exp_f32s_bits_in_its_range():
+    """The softmax weights' exp (attention kernel): exp_f32's bits over [-87, 88], NaN kept."""
+    x = _sweep(-87.0, 88.0)
+    x = x[(x >= -87.0) & (x <= 88.0)]
+    np.testing.assert_array_equal(_elementwise("exp_shifted_f32")(x),
+                                  _elementwise("exp_f32")(x))
+    assert np.isnan(_elementwise("exp_shifted_f32")(np.float32([np.nan]))).all()
+
+
 def test_tanh_f32_is_within_two_ulp():
     x = _sweep(-12, 12)
     got = _elementwise("tanh_f32")(x)

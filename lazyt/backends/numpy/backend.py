@@ -476,6 +476,23 @@ def _view(x: np.ndarray, shape: tuple):
         return None
 
 
+def _flat_heads(x: np.ndarray, copy: bool = True):
+    """A 4-D array as (a 1-D view from its first element, the element strides of its first
+    three dims) for `jitattn.attention_heads`, which reads and writes its last dim as dense.
+    Where the last dim is not dense or a stride is negative: that of a copy, or (None, None)
+    when `copy` is false (an output, which must be written where it is)."""
+    item = x.itemsize
+    st = x.strides
+    if st[3] != item or any(t < 0 or t % item for t in st[:3]):
+        if not copy:
+            return None, None
+        x = np.ascontiguousarray(x)
+        st = x.strides
+    extent = 1 + sum((n - 1) * (t // item) for n, t in zip(x.shape, st))
+    flat = np.lib.stride_tricks.as_strided(x, shape=(extent,), strides=(item,))
+    return flat, (st[0] // item, st[1] // item, st[2] // item)
+
+
 def _attention_kernel(kernel, q, k, v, mask, lead: tuple, out, scale) -> bool:
     """float32 attention as `jitattn.attention_heads`: one call per thread of the pool for its
     share of the heads, into `out` (heads last in memory, as `attention` lays it out). False
@@ -499,7 +516,12 @@ def _attention_kernel(kernel, q, k, v, mask, lead: tuple, out, scale) -> bool:
         ids3 = _view(ids, (b, h, n_q))
         ids = ids3 if ids3 is not None else np.ascontiguousarray(ids).reshape(b, h, n_q)
     rows = max(1, min(n_q, _BLAS_ONE_THREAD // (n_k * max(q.shape[-1], v.shape[-1], 1))))
-    args = (q4, k4, v4, table, ids, mask is not None, scale, rows, o4)
+    (qf, qs), (kf, ks), (vf, vs) = (_flat_heads(x) for x in (q4, k4, v4))
+    of, os_ = _flat_heads(o4, copy=False)
+    if of is None:
+        return False
+    dims = (h, n_q, n_k, q.shape[-1], v.shape[-1])
+    args = (qf, qs, kf, ks, vf, vs, of, os_, dims, table, ids, mask is not None, scale, rows)
     compiled = len(kernel.signatures)
     t0 = time.perf_counter()
     kernel(*args, 0, 0)  # an empty range: compiles (or loads numba's cache) new argument types
