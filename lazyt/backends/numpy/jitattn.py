@@ -69,6 +69,18 @@ def _scores_row(s, i, mrow, has_mask, scale, acc):
     return fdiv(f32(1.0), _row_sum(s, i))
 
 
+@njit(inline="always", **_FLAGS)
+def _copy_head(dst, src, at, row_stride):
+    """dst[j, c] = src[at + j * row_stride + c]: a head's rows from a 1-D view, at unsigned
+    offsets (numba wraps negative indices, a branch per element that kept this loop scalar,
+    8x slower)."""
+    n = u64(dst.shape[1])
+    for j in range(dst.shape[0]):
+        base = u64(at + j * row_stride)
+        for c in range(n):
+            dst[j, c] = src[base + c]
+
+
 @njit(**_FLAGS)
 def attention_heads(qf, qs, kf, ks, vf, vs, of, os_, dims, table, ids, has_mask, scale, rows,
                     lo, hi):
@@ -88,27 +100,13 @@ def attention_heads(qf, qs, kf, ks, vf, vs, of, os_, dims, table, ids, has_mask,
     inv = np.empty(rows, np.float32)
     empty = np.empty(0, np.float32)
     acc = np.empty(8, np.float32)
-    ud, udv = u64(d), u64(dv)
+    udv = u64(dv)
     for t in range(lo, hi):
         b = t // H
         h = t - b * H
-        # (unsigned offsets: numba wraps negative indices, a branch per element that keeps
-        # the copies scalar, 8x slower)
-        at = u64(b * ks[0] + h * ks[1])
-        for j in range(n_k):
-            base = at + u64(j * ks[2])
-            for c in range(ud):
-                kh[j, c] = kf[base + c]
-        at = u64(b * vs[0] + h * vs[1])
-        for j in range(n_k):
-            base = at + u64(j * vs[2])
-            for c in range(udv):
-                vh[j, c] = vf[base + c]
-        at = u64(b * qs[0] + h * qs[1])
-        for r in range(n_q):
-            base = at + u64(r * qs[2])
-            for c in range(ud):
-                qh[r, c] = qf[base + c]
+        _copy_head(kh, kf, b * ks[0] + h * ks[1], ks[2])
+        _copy_head(vh, vf, b * vs[0] + h * vs[1], vs[2])
+        _copy_head(qh, qf, b * qs[0] + h * qs[1], qs[2])
         at = u64(b * os_[0] + h * os_[1])
         for r0 in range(0, n_q, rows):
             m = min(rows, n_q - r0)

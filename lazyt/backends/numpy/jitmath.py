@@ -64,9 +64,9 @@ _EXP_HI = f32(88.72283)                # beyond: +inf; below _EXP_LO: 0 (numpy's
 _EXP_LO = f32(-103.97208)
 
 @njit(inline="always", cache=True)
-def exp_f32(x):
-    """exp of a float32 (NaN stays NaN; overflow gives inf, underflow 0 or a subnormal)."""
-    c = min(max(x, f32(-104.0)), f32(89.0))  # NaN: both comparisons keep NaN below
+def _exp_parts(c):
+    """exp(c) = p * 2^n for a float32 c in exp's range: n (a float32 integer) and p, by
+    Cody-Waite reduction by ln 2 and a degree-7 polynomial."""
     n = np.floor(c * _LOG2E + f32(0.5))  # np.floor keeps float32 (math.floor gives int64,
     # and int64 * float32 would make the whole polynomial float64)
     r = c - n * _LN2_HI
@@ -77,7 +77,13 @@ def exp_f32(x):
     p = p * r + f32(4.1665795894e-2)
     p = p * r + f32(1.6666665459e-1)
     p = p * r + f32(5.0000001201e-1)
-    p = p * r * r + r + f32(1.0)
+    return p * r * r + r + f32(1.0), n
+
+@njit(inline="always", cache=True)
+def exp_f32(x):
+    """exp of a float32 (NaN stays NaN; overflow gives inf, underflow 0 or a subnormal)."""
+    c = min(max(x, f32(-104.0)), f32(89.0))  # NaN: both comparisons keep NaN below
+    p, n = _exp_parts(c)
     # 2^n in two factors, so that n down to -149 (subnormal results) and up to 128 stay exact
     k = np.int64(n)
     h = k >> 1
@@ -88,20 +94,11 @@ def exp_f32(x):
 
 @njit(inline="always", cache=True)
 def exp_shifted_f32(x):
-    """exp of a float32 in [-87, 88] (or NaN): `exp_f32`'s reduction and polynomial without
-    its range handling (clamps, the split power of two, the inf / 0 selects), so the same
-    bits in that range, in about three quarters of the instructions. For softmax weights,
-    whose arguments are shifted by the row's largest value."""
-    n = np.floor(x * _LOG2E + f32(0.5))
-    r = x - n * _LN2_HI
-    r = r - n * _LN2_LO
-    p = f32(1.9875691500e-4)
-    p = p * r + f32(1.3981999507e-3)
-    p = p * r + f32(8.3334519073e-3)
-    p = p * r + f32(4.1665795894e-2)
-    p = p * r + f32(1.6666665459e-1)
-    p = p * r + f32(5.0000001201e-1)
-    p = p * r * r + r + f32(1.0)
+    """exp of a float32 in [-87, 88] (or NaN): `exp_f32` without its range handling (clamps,
+    the split power of two, the inf / 0 selects), so the same bits in that range, in about
+    three quarters of the instructions. For softmax weights, whose arguments are shifted by
+    the row's largest value."""
+    p, n = _exp_parts(x)
     return p * _bits_to_f32((np.int64(n) + 127) << 23)   # (NaN: p is NaN)
 
 @njit(inline="always", cache=True)
