@@ -67,6 +67,9 @@ SWITCHES = (
     Switch("LAZYT_NUMBA", "1",
            "0: the numpy backend runs fused blocks and row ops with numpy ufuncs even when "
            "numba is installed (the fallback's results, for comparison and debugging)"),
+    Switch("LAZYT_NUMBA_THREADS", "1",
+           "0: numba kernels split their work over lazyt's Python thread pool (one GIL "
+           "hand-off per piece) instead of numba's own threads (one call per kernel)"),
     Switch("LAZYT_NUMBA_MIN", "65536",
            "elements from which a fused block or row op runs as a compiled numba kernel "
            "(smaller ones stay numpy programs: a kernel's first compile costs about a second)"),
@@ -228,6 +231,11 @@ def numpy_pool_bytes() -> int:
 def numba_enabled() -> bool:
     """`LAZYT_NUMBA`: compile fused blocks and row ops with numba where installed."""
     return _flag("LAZYT_NUMBA", True)
+
+
+def numba_threads_enabled() -> bool:
+    """`LAZYT_NUMBA_THREADS`: numba kernels run over numba's threads (else lazyt's pool)."""
+    return _flag("LAZYT_NUMBA_THREADS", True)
 
 
 def numba_min() -> int:

@@ -32,7 +32,7 @@ from ... import config
 from ...ops import BinaryOp, ReduceOp, UnaryOp
 from ...config import max_threads
 from ..fused import FusedBlock
-from .pool import parallel_for
+from . import jitpar
 
 U, B = UnaryOp, BinaryOp
 
@@ -292,24 +292,17 @@ def _dispatcher(source: str):
         folder = _cache_folder()
         name = f"lazyt_kernel_{key}"
         if folder is not None:
-            path = os.path.join(folder, name + ".py")
-            if not os.path.exists(path):
-                tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
-                with open(tmp, "w") as f:
-                    f.write(code)
-                os.replace(tmp, path)  # atomic: another process never reads half a file
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module  # numba's disk cache imports it by name
-            spec.loader.exec_module(module)
+            module = jitpar.load_module(folder, name, code)
             py = module.kernel
         else:
             ns: dict = {}
             exec(compile(code, f"<{name}>", "exec"), ns)
             py = ns["kernel"]
-        # nogil: lazyt's pool runs the pieces; error_model "python" keeps the loops free of
+        # nogil: Python's pool may run the pieces (`jitpar`); error_model "python" keeps the loops free of
         # numpy-mode error bookkeeping (divisions go through `fdiv`, which never raises)
         fn = njit(nogil=True, cache=folder is not None, error_model="python")(py)
+        if folder is not None:
+            module.kernel = fn  # what the kernel's parallel launcher imports (`jitpar`)
         fn.lazyt_source = code
         _kernels[key] = fn
     if config.debug_level() >= 2:
@@ -379,8 +372,7 @@ def try_run(block: FusedBlock, inputs: list, scalars: list, outs: list) -> bool:
         fn = _compiled(block, shapes, source, args)
         if fn is None:
             return False
-    parallel_for(lambda lo, hi: fn(*args, lo, hi), items, max(1, GRAIN // per_item),
-                 max_threads())
+    launch(fn, args, items, max(1, GRAIN // per_item), "a fused block's kernel")
     STATS["runs"] += 1
     return True
 
@@ -416,6 +408,25 @@ def _count_compile(fn, compiles: int, dt: float, block: FusedBlock) -> None:
         print(f"lazyt: compiled a numba kernel for a fused block of {len(block.instrs)} "
               f"ops in {dt:.1f} s (kept in {config.cache_dir()}/numba for later runs)",
               file=sys.stderr, flush=True)
+
+
+def _cache() -> tuple:
+    return _cache_folder(), _stamp()
+
+
+def launch(kernel, args, n: int, grain: int, what: str, threads: int | None = None) -> None:
+    """`kernel(*args, lo, hi)` over `range(n)` in pieces of at least `grain` items, over
+    numba's threads (`jitpar`), at most `threads` (default: the backend's) of them; the
+    first call of each argument type compiles (or loads) the parallel launcher, counted in
+    `STATS` and said on stderr when slow."""
+    made = jitpar.launch(kernel, tuple(args), n, grain, threads or max_threads(), _cache)
+    if made is not None:
+        dt, loaded = made
+        STATS["loaded" if loaded else "compiled"] += 1
+        STATS["compile_s"] += dt
+        if dt > SLOW_COMPILE_S and not loaded:
+            print(f"lazyt: compiled the parallel launcher of {what} in {dt:.1f} s (kept in "
+                  f"{config.cache_dir()}/numba for later runs)", file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------------------ reductions
@@ -576,8 +587,7 @@ def try_reduce(block: FusedBlock, inputs: list, scalars: list, op, dims: tuple,
         fn = _compiled_reduce(block, key, source, args)
         if fn is None:
             return None
-    parallel_for(lambda lo, hi: fn(*args, lo, hi), kept, max(1, GRAIN // sizes[-1]),
-                 max_threads())
+    launch(fn, args, kept, max(1, GRAIN // sizes[-1]), "a fused reduction's kernel")
     STATS["runs"] += 1
     if full:
         total = out.sum(dtype=np.float32)
@@ -700,6 +710,5 @@ def run_rows(kernel, n_rows: int, row_len: int, *args) -> None:
         if dt > SLOW_COMPILE_S:
             print(f"lazyt: compiled the numba row kernel {kernel.__name__} in {dt:.1f} s "
                   "(numba caches it for later runs)", file=sys.stderr, flush=True)
-    parallel_for(lambda lo, hi: kernel(*args, lo, hi), n_rows,
-                 max(1, GRAIN // max(row_len, 1)), max_threads())
+    launch(kernel, args, n_rows, max(1, GRAIN // max(row_len, 1)), kernel.__name__)
     STATS["runs"] += 1
