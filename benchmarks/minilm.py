@@ -202,6 +202,9 @@ def run_device(spec: str, args, ids, mask, with_torch: bool) -> None:
         extra = dict(weights=weights, batch=args.batch, seq=args.seq,
                      sentences_per_s=round(args.batch * 1e3 / ms[name], 2),
                      runs_ms=[round(x, 1) for x in times[name]], **info)
+        if dev.type == "cpu":
+            from lazyt.backends.numpy import jitpar
+            extra["numba_threads"] = jitpar.layer() or "python pool"
         if reference is not None:
             extra.update(reference_sentences_per_s=round(args.batch * 1e3 / ms[reference], 2),
                          throughput_ratio=round(ms[reference] / ms[name], 3),

@@ -39,19 +39,71 @@ def _workload(seed: int):
             .numpy()]
 
 
-def test_numba_threads_give_the_pools_bits(monkeypatch):
-    monkeypatch.setenv("LAZYT_NUM_THREADS", "2")
-    monkeypatch.setenv("LAZYT_NUMBA_THREADS", "0")
-    assert not jitpar.usable()
-    before = len(jitpar._wrappers)
-    pooled = _workload(1)
-    assert len(jitpar._wrappers) == before       # no launcher made: the pool ran them
-    monkeypatch.setenv("LAZYT_NUMBA_THREADS", "1")
-    assert jitpar.usable() and jitpar.layer() in ("workqueue", "omp", "tbb")
-    threaded = _workload(1)
-    assert len(jitpar._wrappers) > before        # numba's threads ran them
-    for a, b in zip(pooled, threaded):
-        np.testing.assert_array_equal(a, b)
+def _run(code: str, **env) -> str:
+    """`code` in a fresh process (its threading layer not chosen yet); its stdout."""
+    full = dict(os.environ, LAZYT_NUM_THREADS="2", **env)
+    for k in ("NUMBA_THREADING_LAYER", "NUMBA_THREADING_LAYER_PRIORITY", "OMP_WAIT_POLICY"):
+        if k not in env:
+            full.pop(k, None)
+    r = subprocess.run([sys.executable, "-c", code], env=full, capture_output=True, text=True,
+                       timeout=300, cwd=os.path.dirname(os.path.dirname(__file__)))
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+_COMPARE = """
+import os, numpy as np
+from backends.test_numba_threads import _workload
+from lazyt.backends.numpy import jitpar
+{before}
+os.environ["LAZYT_NUMBA_THREADS"] = "0"
+pooled = _workload(1)
+assert not jitpar._wrappers
+os.environ["LAZYT_NUMBA_THREADS"] = "1"
+threaded = _workload(1)
+assert all(np.array_equal(a, b) for a, b in zip(pooled, threaded))
+print(jitpar.usable(), jitpar.layer(), len(jitpar._wrappers),
+      os.environ.get("OMP_WAIT_POLICY"))
+"""
+
+
+def test_numba_threads_give_the_pools_bits():
+    """In a fresh process the kernels run over numba's `tbb` or `omp` threads (the latter
+    started with sleeping threads, the variable restored after), with the pool's bits."""
+    usable, layer, launchers, policy = _run(_COMPARE.format(before="")).split()
+    assert usable == "True" and layer in ("tbb", "omp") and int(launchers) >= 4
+    assert policy == "None"
+
+
+def test_an_openmp_runtime_loaded_first_keeps_the_pool():
+    """GNU OpenMP already in the process (as torch brings it) has its wait policy fixed:
+    unless `tbb` loads, the kernels stay on the pool, with the same bits."""
+    import numba.np.ufunc
+    omppool = [f for f in os.listdir(os.path.dirname(numba.np.ufunc.__file__))
+               if f.startswith("omppool")]
+    if not omppool:
+        pytest.skip("this numba has no OpenMP threading layer to load first")
+    before = ("from numba.np.ufunc import omppool\n"
+              "assert jitpar._openmp_loaded()")
+    usable, layer, launchers, _ = _run(_COMPARE.format(before=before)).split()
+    assert (usable, layer) in (("False", "None"), ("True", "tbb"))
+
+
+def test_a_chosen_workqueue_layer_takes_one_launch_at_a_time():
+    code = """
+import threading, numpy as np
+from backends.test_numba_threads import _workload
+from lazyt.backends.numpy import jitpar
+expected = _workload(2)
+got = []
+ts = [threading.Thread(target=lambda: got.extend(_workload(2) for _ in range(3)))
+      for _ in range(4)]
+[t.start() for t in ts]; [t.join() for t in ts]
+assert len(got) == 12 and all(all(np.array_equal(a, b) for a, b in zip(expected, g))
+                              for g in got)
+print(jitpar.layer())
+"""
+    assert _run(code, NUMBA_THREADING_LAYER="workqueue").split() == ["workqueue"]
 
 
 def test_launches_from_several_threads_at_once(monkeypatch):

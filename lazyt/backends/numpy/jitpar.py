@@ -12,18 +12,19 @@ threads cannot be used: its cost is one wake-up and one GIL hand-off per piece. 
 16-core host, 16 empty pieces took 297 µs through the pool and 9.3 µs through `prange`; a
 [4096, 384] layer norm on 2 cores took 204 against 128 µs.
 
-numba's threading layer, unless the user chose one (`NUMBA_THREADING_LAYER`, or numba's
-threads already ran), is the first of these that loads:
-- `tbb` (the `tbb` package, in the `cpu` extra on x86-64): its workers sleep soon after a
-  kernel and it shares nothing with other runtimes;
-- `omp`, only when no OpenMP runtime is loaded yet, and then with `OMP_WAIT_POLICY=PASSIVE`
-  while it loads (the variable is restored after): GNU OpenMP's default spins each thread
-  for a while after each region, on the cores BLAS's threads need next. Spinning, MiniLM's
-  forward took 405 ms on a 16-core host, against 152 ms with the threads sleeping and 179 ms
-  over Python's pool. A process has one GNU OpenMP runtime, so where torch loaded it first
-  its policy is torch's, and where lazyt loaded it first torch's threads sleep too;
-- `workqueue`, whose threads sleep between kernels (163 ms there). It takes one launch at a
-  time: a kernel launched while another thread's runs goes over the pool instead.
+Which threading layer, unless the user chose one (`NUMBA_THREADING_LAYER`, or numba's threads
+already ran): numba's `tbb` where it loads (the `tbb` package; in a virtual environment numba
+often cannot find its library), else `omp` when GNU OpenMP (`libgomp.so.1`) is not loaded yet,
+and then with `OMP_WAIT_POLICY=PASSIVE` while it loads (the variable is restored after), else
+none: the pool. GNU OpenMP's default spins each thread for a while after each region, on the
+cores BLAS's threads need next. Measured on a 16-core host, MiniLM's b32 s128 forward took
+405 ms with spinning threads, 144-152 ms with sleeping ones and 157-179 ms over the pool (one
+process per figure; the host is noisy). A process has one GNU OpenMP runtime under that
+name: where torch loaded it first its policy is fixed, so the pool is used; where lazyt loaded it
+first, torch's OpenMP threads sleep between regions too. numba's `workqueue` layer (163-176
+ms there, slower than the pool on short kernels on 2 cores) is used only when chosen, and
+then one launch at a time: it aborts the process on a second concurrent one, so a kernel
+launched while another thread's runs goes over the pool.
 
 The pool takes over (the same pieces, the same results) when `LAZYT_NUMBA_THREADS=0`, when
 no threading layer starts, and in a process forked from another (OpenMP's threads do not
@@ -93,7 +94,7 @@ def layer() -> str | None:
 
 def _probe() -> bool:
     """Start numba's threading layer (chosen as above unless the user chose) and remember
-    which it is; False when none starts."""
+    which it is; False when the pool should run the kernels instead."""
     try:
         import numba
         from numba.np.ufunc import parallel
@@ -112,21 +113,26 @@ def _probe() -> bool:
         finally:
             if passive:
                 os.environ.pop("OMP_WAIT_POLICY", None)
-        _state["layer"] = numba.threading_layer()
-        return True
+        name = numba.threading_layer()
     except Exception:  # noqa: BLE001 - no layer could start: the pool runs everything
         return False
+    if name == "workqueue" and not chosen:
+        return False
+    _state["layer"] = name
+    return True
 
 
 def _openmp_loaded() -> bool:
-    """Whether an OpenMP runtime is in the process already (torch brings GNU's); True where
-    that cannot be read."""
+    """Whether GNU OpenMP under its own name (`libgomp.so.1`, which numba's `omp` layer
+    links) is in the process already, as torch's is; True where that cannot be read. Copies
+    renamed by their wheels (scikit-learn's `libgomp-<hash>.so`) are runtimes of their own."""
     try:
         with open("/proc/self/maps") as f:
             maps = f.read()
     except OSError:
         return True
-    return any(name in maps for name in ("libgomp", "libiomp", "libomp"))
+    return any(os.path.basename(line.rsplit(None, 1)[-1]).startswith("libgomp.so")
+               for line in maps.splitlines() if "libgomp" in line)
 
 
 def launch(kernel, args: tuple, n: int, grain: int, threads: int, cache):
