@@ -58,12 +58,12 @@ from numba import njit, prange
 {import_line}
 
 @njit(parallel=True, nogil=True, cache={cache})
-def launch({params}, n, step, parts):
+def launch({params}n, step, parts):
     for p in prange(parts):
         lo = p * step
         hi = min(n, lo + step)
         if lo < hi:
-            _kernel({params}, lo, hi)
+            _kernel({params}lo, hi)
 '''
 
 
@@ -180,7 +180,7 @@ def _wrapper(kernel, cache):
         if wrapper is not None:
             return wrapper
         py = kernel.py_func
-        params = ", ".join(f"a{i}" for i in range(len(inspect.signature(py).parameters) - 2))
+        params = "".join(f"a{i}, " for i in range(len(inspect.signature(py).parameters) - 2))
         module = sys.modules.get(py.__module__)
         path = getattr(module, "__file__", None)
         folder, stamp = cache()
@@ -191,7 +191,7 @@ def _wrapper(kernel, cache):
                          f"<launch {py.__name__}>", "exec"), ns)
             wrapper = ns["launch"]
         else:
-            h = hashlib.sha256()
+            h = hashlib.sha256(_TEMPLATE.encode())
             # numba links the callees' code into the launcher's: the kernel's module and the
             # hand-written kernels it may call all go into the name
             here = os.path.dirname(__file__)
