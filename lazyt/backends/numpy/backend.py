@@ -531,7 +531,7 @@ def _attention_kernel(kernel, q, k, v, mask, lead: tuple, out, scale) -> bool:
         if dt > jit.SLOW_COMPILE_S:
             print(f"lazyt: compiled the numba attention kernel in {dt:.1f} s (numba caches "
                   "it for later runs)", file=sys.stderr, flush=True)
-    jit.launch(kernel, args, b * h, 1, "the attention kernel", max_threads())
+    jit.launch(kernel, args, b * h, 1, "the attention kernel")
     jit.STATS["attention_kernel_runs"] += 1
     return True
 

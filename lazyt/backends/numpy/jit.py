@@ -298,8 +298,9 @@ def _dispatcher(source: str):
             ns: dict = {}
             exec(compile(code, f"<{name}>", "exec"), ns)
             py = ns["kernel"]
-        # nogil: Python's pool may run the pieces (`jitpar`); error_model "python" keeps the loops free of
-        # numpy-mode error bookkeeping (divisions go through `fdiv`, which never raises)
+        # nogil: Python's pool may run the pieces (`jitpar`); error_model "python" keeps the
+        # loops free of numpy-mode error bookkeeping (divisions go through `fdiv`, which
+        # never raises)
         fn = njit(nogil=True, cache=folder is not None, error_model="python")(py)
         if folder is not None:
             module.kernel = fn  # what the kernel's parallel launcher imports (`jitpar`)
@@ -396,37 +397,33 @@ def _compiled(block: FusedBlock, shapes: tuple, source: str, args: list):
     return fn
 
 
-def _count_compile(fn, compiles: int, dt: float, block: FusedBlock) -> None:
+def _count_compile(fn, compiles: int, dt: float, what) -> None:
     """Count a call of `fn` that took `dt` s as a compile or a disk-cache load when it added
-    a signature to the `compiles` it had, and say so on stderr when the compile was slow."""
+    a signature to the `compiles` it had, and say so on stderr when the compile was slow.
+    `what` is the fused block compiled, or the words for another kernel."""
     if len(fn.signatures) == compiles:
         return
     loaded = bool(fn.stats.cache_hits)
     STATS["loaded" if loaded else "compiled"] += 1
     STATS["compile_s"] += dt
     if dt > SLOW_COMPILE_S and not loaded:
-        print(f"lazyt: compiled a numba kernel for a fused block of {len(block.instrs)} "
-              f"ops in {dt:.1f} s (kept in {config.cache_dir()}/numba for later runs)",
-              file=sys.stderr, flush=True)
+        if isinstance(what, FusedBlock):
+            what = f"a numba kernel for a fused block of {len(what.instrs)} ops"
+        print(f"lazyt: compiled {what} in {dt:.1f} s (kept in {config.cache_dir()}/numba "
+              "for later runs)", file=sys.stderr, flush=True)
 
 
 def _cache() -> tuple:
     return _cache_folder(), _stamp()
 
 
-def launch(kernel, args, n: int, grain: int, what: str, threads: int | None = None) -> None:
+def launch(kernel, args, n: int, grain: int, what: str) -> None:
     """`kernel(*args, lo, hi)` over `range(n)` in pieces of at least `grain` items, over
-    numba's threads (`jitpar`), at most `threads` (default: the backend's) of them; the
-    first call of each argument type compiles (or loads) the parallel launcher, counted in
-    `STATS` and said on stderr when slow."""
-    made = jitpar.launch(kernel, tuple(args), n, grain, threads or max_threads(), _cache)
+    numba's threads (`jitpar`), as many as the backend's; the first call of each argument
+    type compiles (or loads) the parallel launcher, counted as kernels are."""
+    made = jitpar.launch(kernel, tuple(args), n, grain, max_threads(), _cache)
     if made is not None:
-        dt, loaded = made
-        STATS["loaded" if loaded else "compiled"] += 1
-        STATS["compile_s"] += dt
-        if dt > SLOW_COMPILE_S and not loaded:
-            print(f"lazyt: compiled the parallel launcher of {what} in {dt:.1f} s (kept in "
-                  f"{config.cache_dir()}/numba for later runs)", file=sys.stderr, flush=True)
+        _count_compile(*made, f"the parallel launcher of {what}")
 
 
 # ------------------------------------------------------------------------------ reductions

@@ -140,15 +140,14 @@ def launch(kernel, args: tuple, n: int, grain: int, threads: int, cache):
     """`kernel(*args, lo, hi)` over `range(n)` in at most `threads` pieces of at least `grain`
     items: over numba's threads where `usable()`, else over the thread pool. `cache()` gives
     (the folder of numba's disk cache or None, a stamp of what kernels depend on); it is
-    called when a launcher is first made. Returns None, or (seconds, loaded from disk) when
-    this call compiled or loaded a launcher."""
+    called when a launcher is first made. Returns None, or (the launcher, its signatures
+    before, seconds) when this call compiled or loaded one."""
     parts = min(threads, max(1, n // max(grain, 1)))
     if parts <= 1:
         kernel(*args, 0, n)
         return None
     if not usable():
-        parallel_for(lambda lo, hi: kernel(*args, lo, hi), n, grain, threads)
-        return None
+        return _over_pool(kernel, args, n, grain, threads)
     import numba
     want = min(threads, numba.config.NUMBA_NUM_THREADS)
     parts = min(parts, want)
@@ -160,8 +159,7 @@ def launch(kernel, args: tuple, n: int, grain: int, threads: int, cache):
     compiled = len(wrapper.signatures)
     serial = _state["layer"] == "workqueue"
     if serial and not _one_launch.acquire(blocking=False):
-        parallel_for(lambda lo, hi: kernel(*args, lo, hi), n, grain, threads)
-        return None
+        return _over_pool(kernel, args, n, grain, threads)
     t0 = time.perf_counter()
     try:
         wrapper(*args, n, step, parts)
@@ -170,7 +168,11 @@ def launch(kernel, args: tuple, n: int, grain: int, threads: int, cache):
             _one_launch.release()
     if len(wrapper.signatures) == compiled:
         return None
-    return time.perf_counter() - t0, bool(wrapper.stats.cache_hits)
+    return wrapper, compiled, time.perf_counter() - t0
+
+
+def _over_pool(kernel, args: tuple, n: int, grain: int, threads: int) -> None:
+    parallel_for(lambda lo, hi: kernel(*args, lo, hi), n, grain, threads)
 
 
 def _wrapper(kernel, cache):
@@ -191,14 +193,11 @@ def _wrapper(kernel, cache):
                          f"<launch {py.__name__}>", "exec"), ns)
             wrapper = ns["launch"]
         else:
-            h = hashlib.sha256(_TEMPLATE.encode())
             # numba links the callees' code into the launcher's: the kernel's module and the
             # hand-written kernels it may call all go into the name
-            here = os.path.dirname(__file__)
-            for p in [path] + sorted(os.path.join(here, f) for f in os.listdir(here)
-                                     if f.startswith("jit") and f.endswith(".py")):
-                with open(p, "rb") as f:
-                    h.update(f.read())
+            h = hashlib.sha256(_sources_hash().encode())
+            with open(path, "rb") as f:
+                h.update(f.read())
             h.update(f"{stamp} {py.__module__} {py.__name__}".encode())
             source = _TEMPLATE.format(
                 import_line=f"from {py.__module__} import {py.__name__} as _kernel",
@@ -206,6 +205,20 @@ def _wrapper(kernel, cache):
             wrapper = load_module(folder, f"lazyt_launch_{h.hexdigest()[:24]}", source).launch
         _wrappers[kernel] = wrapper
         return wrapper
+
+
+def _sources_hash() -> str:
+    """A hash of the launcher template and the hand-written `jit*.py` kernels (read once)."""
+    digest = _state.get("sources")
+    if digest is None:
+        h = hashlib.sha256(_TEMPLATE.encode())
+        here = os.path.dirname(__file__)
+        for name in sorted(f for f in os.listdir(here)
+                           if f.startswith("jit") and f.endswith(".py")):
+            with open(os.path.join(here, name), "rb") as f:
+                h.update(f.read())
+        digest = _state["sources"] = h.hexdigest()
+    return digest
 
 
 def load_module(folder: str, name: str, source: str):
