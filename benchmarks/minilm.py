@@ -193,7 +193,7 @@ def run_device(spec: str, args, ids, mask, with_torch: bool) -> None:
         else:
             reference, fn, info = ref
             candidates[reference] = fn
-    outputs.update({name: fn() for name, fn in candidates.items() if name not in outputs})
+            outputs[reference] = fn()
     times = {name: [] for name in candidates}
     # each candidate's runs back to back: torch's OpenMP threads spin after its ops and, run
     # by run interleaved, would take the cores of whatever runs next
