@@ -37,11 +37,9 @@ def data():
             "v": f(32, 12, 128, 32), "mask": mask}
 
 
-def lazyt_ops(d):
-    import lazyt.nn.functional as F
-    from lazyt.functional import scaled_dot_product_attention as sdpa
-    t = {k: lazyt.tensor(v) for k, v in d.items()}
-    add_mask = lazyt.tensor(((1 - d["mask"]) * -1e9)[:, None, None, :])
+def ops(F, sdpa, t, add_mask):
+    """The ops, written once over a library's functional module `F`, its attention `sdpa`,
+    its tensors `t` of `data()` and additive mask; each reads its result back to the host."""
     return {
         "gelu 4096x1536": lambda: F.gelu(t["h1536"]).numpy(),
         "add+layer_norm 4096x384": lambda: F.layer_norm(t["h384"] + t["r384"], (384,), t["g"],
@@ -56,22 +54,22 @@ def lazyt_ops(d):
     }
 
 
+def additive_mask(d):
+    return ((1 - d["mask"]) * -1e9)[:, None, None, :]
+
+
+def lazyt_ops(d):
+    import lazyt.nn.functional as F
+    from lazyt.functional import scaled_dot_product_attention
+    return ops(F, scaled_dot_product_attention, {k: lazyt.tensor(v) for k, v in d.items()},
+               lazyt.tensor(additive_mask(d)))
+
+
 def torch_ops(torch, d):
     F = torch.nn.functional
-    t = {k: torch.from_numpy(v) for k, v in d.items()}
-    add_mask = torch.from_numpy(((1 - d["mask"]) * -1e9)[:, None, None, :])
-    return {
-        "gelu 4096x1536": lambda: F.gelu(t["h1536"]).numpy(),
-        "add+layer_norm 4096x384": lambda: F.layer_norm(t["h384"] + t["r384"], (384,), t["g"],
-                                                        t["bln"], 1e-12).numpy(),
-        "linear 4096x384x384": lambda: F.linear(t["h384"], t["w384"], t["b384"]).numpy(),
-        "linear 4096x384x1536": lambda: F.linear(t["h384"], t["w1536"], t["b1536"]).numpy(),
-        "linear 4096x1536x384": lambda: F.linear(t["h1536"], t["wd"], t["b384"]).numpy(),
-        "linear+gelu 4096x384x1536": lambda: F.gelu(F.linear(t["h384"], t["w1536"],
-                                                             t["b1536"])).numpy(),
-        "sdpa 32x12x128x32 mask": lambda: F.scaled_dot_product_attention(
-            t["q"], t["k"], t["v"], attn_mask=add_mask).numpy(),
-    }
+    return ops(F, F.scaled_dot_product_attention,
+               {k: torch.from_numpy(v) for k, v in d.items()},
+               torch.from_numpy(additive_mask(d)))
 
 
 def main(argv=None) -> int:

@@ -83,7 +83,7 @@ def main(argv=None) -> int:
             print(json.dumps({"bench": "wgpu_tiles", "config": name, "error": str(e)[:200]}))
     times = {(n, s[0]): [] for n in ok for s in data}
 
-    def timed(name, shape, tx, tw, tb):
+    def timed(name, tx, tw, tb):
         base.matmul_config_small = CONFIGS[name]
         Dispatch.helper("linear", tx, tw, tb).numpy()     # pipeline built, outside the timer
         with base.client.device_timer() as t:
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
     for _ in range(args.rounds):
         for name in ok:
             for shape, _, (tx, tw, tb) in data:
-                times[(name, shape)].append(timed(name, shape, tx, tw, tb))
+                times[(name, shape)].append(timed(name, tx, tw, tb))
     base.matmul_config_small = saved
     torch_us = {}
     try:
