@@ -28,24 +28,32 @@ from lazyt.backends.wgpu import codegen as cg  # noqa: E402
 
 SHAPES = ((4096, 384, 384), (4096, 384, 1152), (4096, 384, 1536), (4096, 1536, 384))
 C = cg.MatmulConfig
-CONFIGS = {
-    "64x64x16 8x4 p4": C(bm=64, bn=64, bk=16, tm=8, tn=4, pad=4),
-    "64x64x16 8x4 p4 nopf": C(bm=64, bn=64, bk=16, tm=8, tn=4, pad=4, prefetch=False),
-    "64x64x16 8x4 p0": C(bm=64, bn=64, bk=16, tm=8, tn=4),
-    "64x64x16 8x4 p8": C(bm=64, bn=64, bk=16, tm=8, tn=4, pad=8),
-    "64x64x16 4x8 p4": C(bm=64, bn=64, bk=16, tm=4, tn=8, pad=4),
-    "64x64x32 8x4 p4": C(bm=64, bn=64, bk=32, tm=8, tn=4, pad=4),
-    "64x64x8 8x4 p4": C(bm=64, bn=64, bk=8, tm=8, tn=4, pad=4),
-    "64x64x16 8x8 p4": C(bm=64, bn=64, bk=16, tm=8, tn=8, pad=4),
-    "64x64x16 4x4 p4": C(bm=64, bn=64, bk=16, tm=4, tn=4, pad=4),
-    "128x64x16 8x4 p4": C(bm=128, bn=64, bk=16, tm=8, tn=4, pad=4),
-    "128x64x16 8x8 p4": C(bm=128, bn=64, bk=16, tm=8, tn=8, pad=4),
-    "64x128x16 8x8 p4": C(bm=64, bn=128, bk=16, tm=8, tn=8, pad=4),
-    "128x128x16 8x8 p4": C(bm=128, bn=128, bk=16, tm=8, tn=8, pad=4),
-    "128x128x8 8x8 p4": C(bm=128, bn=128, bk=8, tm=8, tn=8, pad=4),
-    "32x64x16 4x4 p4": C(bm=32, bn=64, bk=16, tm=4, tn=4, pad=4),
-    "64x32x16 4x4 p4": C(bm=64, bn=32, bk=16, tm=4, tn=4, pad=4),
-}
+_CANDIDATES = (
+    C(bm=64, bn=64, bk=16, tm=8, tn=4, pad=4),
+    C(bm=64, bn=64, bk=16, tm=8, tn=4, pad=4, prefetch=False),
+    C(bm=64, bn=64, bk=16, tm=8, tn=4),
+    C(bm=64, bn=64, bk=16, tm=8, tn=4, pad=8),
+    C(bm=64, bn=64, bk=16, tm=4, tn=8, pad=4),
+    C(bm=64, bn=64, bk=32, tm=8, tn=4, pad=4),
+    C(bm=64, bn=64, bk=8, tm=8, tn=4, pad=4),
+    C(bm=64, bn=64, bk=16, tm=8, tn=8, pad=4),
+    C(bm=64, bn=64, bk=16, tm=4, tn=4, pad=4),
+    C(bm=128, bn=64, bk=16, tm=8, tn=4, pad=4),
+    C(bm=128, bn=64, bk=16, tm=8, tn=8, pad=4),
+    C(bm=64, bn=128, bk=16, tm=8, tn=8, pad=4),
+    C(bm=128, bn=128, bk=16, tm=8, tn=8, pad=4),
+    C(bm=128, bn=128, bk=8, tm=8, tn=8, pad=4),
+    C(bm=32, bn=64, bk=16, tm=4, tn=4, pad=4),
+    C(bm=64, bn=32, bk=16, tm=4, tn=4, pad=4),
+)
+
+
+def _name(c) -> str:
+    return (f"{c.bm}x{c.bn}x{c.bk} {c.tm}x{c.tn} p{c.pad}"
+            + ("" if c.prefetch else " nopf"))
+
+
+CONFIGS = {_name(c): c for c in _CANDIDATES}
 
 
 def main(argv=None) -> int:
